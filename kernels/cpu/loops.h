@@ -1,0 +1,146 @@
+// The CPU elementwise engine: an ElementwisePlan views the output and its
+// inputs at the output's shape (broadcast dims get stride 0), merges dims
+// that are contiguous in every operand, and cpu_kernel applies a per-element
+// functor over it, in parallel for large tensors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/cpu/parallel.h"
+#include "tensor/core/shape.h"
+#include "tensor/core/tensor.h"
+
+namespace tandem::cpu {
+
+constexpr int kMaxDims = 16;
+
+// N operands, the output first. Sizes and strides are innermost-last;
+// strides are in bytes.
+template <int N>
+struct ElementwisePlan {
+  int ndim = 0;
+  int64_t numel = 1;
+  int64_t sizes[kMaxDims];
+  int64_t strides[kMaxDims][N];
+  char* data[N];
+};
+
+template <int N>
+ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
+  const Tensor& out = *ops[0];
+  IntArrayRef shape = out.sizes();
+  TANDEM_CHECK(shape.size() <= static_cast<size_t>(kMaxDims), ShapeError, "tensors with more than ", kMaxDims,
+               " dimensions are not supported (got ", shape.size(), ")");
+  ElementwisePlan<N> p;
+  Shape bstrides[N];
+  for (int k = 0; k < N; ++k) {
+    bstrides[k] = broadcast_strides(ops[k]->sizes(), ops[k]->strides(), shape);
+    p.data[k] = static_cast<char*>(ops[k]->data_ptr());
+  }
+  p.numel = shape_numel(shape);
+  // Walk from the innermost dim outwards, dropping size-1 dims and merging a
+  // dim into the one inside it when that is contiguous in every operand.
+  int nd = 0;
+  int64_t sizes_rev[kMaxDims];
+  int64_t strides_rev[kMaxDims][N];
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    bool merge = nd > 0;
+    for (int k = 0; k < N && merge; ++k) {
+      int64_t es = static_cast<int64_t>(ops[k]->element_size());
+      merge = bstrides[k][i] * es == strides_rev[nd - 1][k] * sizes_rev[nd - 1];
+    }
+    if (merge) {
+      sizes_rev[nd - 1] *= shape[i];
+    } else {
+      sizes_rev[nd] = shape[i];
+      for (int k = 0; k < N; ++k)
+        strides_rev[nd][k] = bstrides[k][i] * static_cast<int64_t>(ops[k]->element_size());
+      ++nd;
+    }
+  }
+  p.ndim = nd;
+  for (int d = 0; d < nd; ++d) {
+    p.sizes[d] = sizes_rev[nd - 1 - d];
+    for (int k = 0; k < N; ++k) p.strides[d][k] = strides_rev[nd - 1 - d][k];
+  }
+  return p;
+}
+
+// Calls inner(ptrs, inner_strides, n) for runs along the innermost dim that
+// cover linear indices [begin, end) of the plan.
+template <int N, typename Inner>
+void plan_for_each(const ElementwisePlan<N>& p, int64_t begin, int64_t end, const Inner& inner) {
+  if (p.ndim == 0) {
+    if (begin < end) {
+      char* ptrs[N];
+      int64_t zero[N] = {};
+      for (int k = 0; k < N; ++k) ptrs[k] = p.data[k];
+      inner(ptrs, zero, int64_t{1});
+    }
+    return;
+  }
+  const int last = p.ndim - 1;
+  int64_t idx[kMaxDims];
+  int64_t rem = begin;
+  for (int d = last; d >= 0; --d) {
+    idx[d] = rem % p.sizes[d];
+    rem /= p.sizes[d];
+  }
+  int64_t pos = begin;
+  while (pos < end) {
+    char* ptrs[N];
+    for (int k = 0; k < N; ++k) {
+      int64_t off = 0;
+      for (int d = 0; d <= last; ++d) off += idx[d] * p.strides[d][k];
+      ptrs[k] = p.data[k] + off;
+    }
+    int64_t n = std::min(p.sizes[last] - idx[last], end - pos);
+    inner(ptrs, p.strides[last], n);
+    pos += n;
+    idx[last] += n;
+    for (int d = last; d > 0 && idx[d] == p.sizes[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+namespace detail {
+template <typename Out, typename... In, typename F, size_t... I>
+inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f, std::index_sequence<I...>) {
+  const bool contiguous =
+      strides[0] == static_cast<int64_t>(sizeof(Out)) && ((strides[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
+  if (contiguous) {
+    Out* o = reinterpret_cast<Out*>(ptrs[0]);
+    for (int64_t k = 0; k < n; ++k)
+      o[k] = static_cast<Out>(f(static_cast<opmath_t<In>>(reinterpret_cast<const In*>(ptrs[I + 1])[k])...));
+  } else {
+    for (int64_t k = 0; k < n; ++k) {
+      *reinterpret_cast<Out*>(ptrs[0] + k * strides[0]) = static_cast<Out>(
+          f(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(ptrs[I + 1] + k * strides[I + 1]))...));
+    }
+  }
+}
+}  // namespace detail
+
+// out[i] = f(in_0[i], ...) with inputs converted to their opmath type (float
+// for the 16-bit floats) and the result converted to Out. The inputs must
+// broadcast to out's shape; out must not overlap itself.
+template <typename Out, typename... In, typename F>
+void cpu_kernel(const Tensor& out, const std::array<const Tensor*, sizeof...(In)>& inputs, const F& f) {
+  constexpr int N = sizeof...(In) + 1;
+  std::array<const Tensor*, N> ops;
+  ops[0] = &out;
+  for (size_t k = 0; k < inputs.size(); ++k) ops[k + 1] = inputs[k];
+  auto plan = make_plan<N>(ops);
+  parallel_for(0, plan.numel, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    plan_for_each<N>(plan, b, e, [&](char** ptrs, const int64_t* strides, int64_t n) {
+      detail::apply_run<Out, In...>(ptrs, strides, n, f, std::index_sequence_for<In...>{});
+    });
+  });
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,53 @@
+// The error hierarchy (rooted at tandem::Error) and the TANDEM_CHECK macros.
+// User mistakes throw a typed Error with an expected-versus-got message built
+// only on failure; broken invariants throw through TANDEM_INTERNAL_ASSERT.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace tandem {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class DeviceError : public Error { using Error::Error; };
+class DtypeError : public Error { using Error::Error; };
+class ShapeError : public Error { using Error::Error; };
+class IndexError : public Error { using Error::Error; };
+class ValueError : public Error { using Error::Error; };
+class OutOfMemoryError : public Error { using Error::Error; };
+class NotImplementedError : public Error { using Error::Error; };
+class CudaError : public Error { using Error::Error; };
+class InternalError : public Error { using Error::Error; };
+
+namespace detail {
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream ss;
+  (ss << ... << args);
+  return ss.str();
+}
+[[noreturn]] void throw_internal(const char* cond, const char* file, int line, const std::string& msg);
+}  // namespace detail
+
+}  // namespace tandem
+
+// TANDEM_CHECK(cond, ErrorType, message parts...): the parts are streamed
+// together only when cond is false.
+#define TANDEM_CHECK(cond, ErrorType, ...)                               \
+  do {                                                                   \
+    if (!(cond)) [[unlikely]] {                                          \
+      throw ::tandem::ErrorType(::tandem::detail::str_cat(__VA_ARGS__)); \
+    }                                                                    \
+  } while (0)
+
+#define TANDEM_INTERNAL_ASSERT(cond, ...)                                           \
+  do {                                                                              \
+    if (!(cond)) [[unlikely]] {                                                     \
+      ::tandem::detail::throw_internal(#cond, __FILE__, __LINE__,                   \
+                                       ::tandem::detail::str_cat("" __VA_ARGS__)); \
+    }                                                                               \
+  } while (0)

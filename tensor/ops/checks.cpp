@@ -1,0 +1,49 @@
+// The same-device rule and its message.
+#include "tensor/ops/checks.h"
+
+#include <string>
+
+namespace tandem {
+
+void check_defined(const char* op, std::initializer_list<NamedTensor> args) {
+  for (const auto& a : args)
+    TANDEM_CHECK(a.tensor.defined(), ValueError, op, ": argument '", a.name,
+                 "' is an undefined tensor (a default-constructed Tensor)");
+}
+
+namespace {
+[[noreturn]] void throw_mismatch(const char* op, const std::string& first_name, const Tensor& first,
+                                 const std::string& bad_name, const Tensor& bad) {
+  std::string d0 = first.device().str(), d1 = bad.device().str();
+  throw DeviceError(detail::str_cat(
+      "Expected all tensors to be on the same device, but found at least two devices, ", d0, " and ", d1,
+      "! (when checking argument '", bad_name, "' of ", op, ")\n", "  ", first_name, " is on ", d0, ": ",
+      first.origin().describe(), "\n", "  ", bad_name, " is on ", d1, ": ", bad.origin().describe(), "\n",
+      "Tandem never moves tensors between devices by itself. Move one of them first, e.g. ", bad_name,
+      " = ", bad_name, ".to(", first_name, ".device()), or create both on the same device (for a model, "
+      "call model->to(device) and move each batch with .to(device))."));
+}
+}  // namespace
+
+void check_same_device(const char* op, std::initializer_list<NamedTensor> args) {
+  const NamedTensor* first = nullptr;
+  for (const auto& a : args) {
+    if (!a.tensor.defined()) continue;
+    if (first == nullptr) {
+      first = &a;
+    } else if (a.tensor.device() != first->tensor.device()) {
+      throw_mismatch(op, first->name, first->tensor, a.name, a.tensor);
+    }
+  }
+}
+
+void check_same_device(const char* op, const char* list_name, const std::vector<Tensor>& tensors) {
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].device() != tensors[0].device()) {
+      throw_mismatch(op, detail::str_cat(list_name, "[0]"), tensors[0], detail::str_cat(list_name, "[", i, "]"),
+                     tensors[i]);
+    }
+  }
+}
+
+}  // namespace tandem

@@ -1,0 +1,105 @@
+// Conversions between devices and dtypes: to(), copy_(), contiguous(),
+// clone(), item(). copy_ and to() are the only ways data crosses devices.
+#include "kernels/cpu/elementwise.h"
+#include "tensor/core/shape.h"
+#include "tensor/ops/checks.h"
+#include "tensor/ops/dispatch.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/factory.h"
+
+namespace tandem {
+
+void not_implemented_on(const char* op, Device device, Dtype dtype) {
+  throw NotImplementedError(detail::str_cat(op, " is not implemented on ", device.str(), " for dtype ",
+                                            dtype_name(dtype), " in this build of Tandem"));
+}
+
+namespace {
+// Same-device elementwise copy with dtype conversion and broadcasting.
+void copy_same_device(const Tensor& dst, const Tensor& src) {
+  switch (backend_of(dst.device())) {
+    case Backend::CPU: return cpu::copy(dst, src);
+    case Backend::CUDA: not_implemented_on("copy_", dst.device(), dst.dtype());
+  }
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
+  check_defined("copy_", {{"self", *this}, {"src", src}});
+  detail::check_writable(*this, "copy_");
+  Shape shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
+  TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "copy_: the source of shape ", shape_str(src.sizes()),
+               " cannot be broadcast to the destination's shape ", shape_str(sizes()));
+  if (src.device() == device()) {
+    copy_same_device(*this, src);
+  } else {
+    // Bring src to dst's dtype and shape, contiguous, on its own device; then
+    // move the bytes; then lay them out as dst if dst is not contiguous.
+    Tensor s = src.to(dtype()).expand(sizes()).contiguous();
+    if (is_contiguous()) {
+      copy_bytes(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+    } else {
+      Tensor tmp = detail::make_result(sizes(), dtype(), device(), origin());
+      copy_bytes(tmp.data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+      copy_same_device(*this, tmp);
+    }
+  }
+  storage()->bump_version();
+  return *this;
+}
+
+Tensor Tensor::to(Device target, Dtype dt, bool non_blocking, bool copy, std::source_location loc) const {
+  check_defined("to", {{"self", *this}});
+  target = resolve_device(target, "to");
+  if (target == device() && dt == dtype() && !copy) return *this;
+  Origin origin = target == device() ? Origin::computed("to", this->origin()) : Origin::moved(".to()", loc);
+  Tensor out = detail::make_result(sizes(), dt, target, origin);
+  out.copy_(*this, non_blocking);
+  return out;
+}
+
+Tensor Tensor::to(Device device, bool non_blocking, bool copy, std::source_location loc) const {
+  check_defined("to", {{"self", *this}});
+  return to(device, dtype(), non_blocking, copy, loc);
+}
+
+Tensor Tensor::to(Dtype dt, bool non_blocking, bool copy) const {
+  check_defined("to", {{"self", *this}});
+  if (dt == dtype() && !copy) return *this;
+  Tensor out = detail::make_result(sizes(), dt, device(), Origin::computed("to", origin()));
+  out.copy_(*this, non_blocking);
+  return out;
+}
+
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy, std::source_location loc) const {
+  check_defined("to", {{"self", *this}});
+  return to(options.has_device() ? options.device() : device(), options.has_dtype() ? options.dtype() : dtype(),
+            non_blocking, copy, loc);
+}
+
+Tensor Tensor::cpu(std::source_location loc) const { return to(Device(kCPU), false, false, loc); }
+Tensor Tensor::cuda(int index, std::source_location loc) const {
+  return to(Device(kCUDA, index), false, false, loc);
+}
+
+Tensor Tensor::contiguous() const {
+  check_defined("contiguous", {{"self", *this}});
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  check_defined("clone", {{"self", *this}});
+  Tensor out = detail::make_result(sizes(), dtype(), device(), Origin::computed("clone", origin()));
+  copy_same_device(out, *this);
+  return out;
+}
+
+Scalar Tensor::item() const {
+  check_defined("item", {{"self", *this}});
+  TANDEM_CHECK(numel() == 1, ValueError, "item(): a Tensor with ", numel(),
+               " elements cannot be converted to Scalar (shape ", shape_str(sizes()), ")");
+  Tensor host = device().is_cpu() ? *this : to(Device(kCPU));
+  return dispatch_all(dtype(), "item", [&]<typename T>() { return Scalar(*static_cast<const T*>(host.data_ptr())); });
+}
+
+}  // namespace tandem

@@ -1,0 +1,468 @@
+// Front end of the elementwise ops: checks, type promotion, broadcasting,
+// output allocation, and the dispatch to a backend.
+#include "tensor/ops/elementwise.h"
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/op_kinds.h"
+#include "tensor/core/shape.h"
+#include "tensor/ops/checks.h"
+#include "tensor/ops/dispatch.h"
+#include "tensor/ops/factory.h"
+
+namespace tandem {
+
+// ---------------------------------------------------------------- promotion
+namespace {
+
+struct PromotionState {
+  std::optional<Dtype> dim, zero, wrapped;
+};
+
+void update(std::optional<Dtype>& slot, Dtype d) { slot = slot ? promote_types(*slot, d) : d; }
+
+// PyTorch's combine_categories: a lower-priority operand only matters when it
+// is of a higher category (bool < integer < floating).
+std::optional<Dtype> combine(std::optional<Dtype> higher, std::optional<Dtype> lower) {
+  if (!higher) return lower;
+  if (is_floating_point(*higher) || !lower) return higher;
+  if (*higher == kBool || is_floating_point(*lower)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+void add_tensor(PromotionState& s, const Tensor& t) { update(t.dim() > 0 ? s.dim : s.zero, t.dtype()); }
+
+Dtype finish(const PromotionState& s) { return *combine(s.dim, combine(s.zero, s.wrapped)); }
+
+// Whether a result of dtype `from` may be written into a tensor of dtype `to`.
+bool can_cast(Dtype from, Dtype to) {
+  if (is_floating_point(from) && is_integral(to, true)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+bool float_only(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::PowScalar: case UnaryOp::Clamp:
+      return false;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+Dtype result_type(const Tensor& a, const Tensor& b) {
+  PromotionState s;
+  add_tensor(s, a);
+  add_tensor(s, b);
+  return finish(s);
+}
+
+Dtype result_type(const Tensor& a, const Scalar& b) {
+  PromotionState s;
+  add_tensor(s, a);
+  update(s.wrapped, b.default_dtype());
+  return finish(s);
+}
+
+namespace detail {
+
+Tensor scalar_tensor(const Scalar& s, Dtype dtype, Device device) {
+  Tensor t = make_result({}, dtype, device, Origin{});
+  t.fill_(s);
+  return t;
+}
+
+void check_writable(const Tensor& t, const char* op) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    TANDEM_CHECK(t.stride(d) != 0 || t.size(d) <= 1, ValueError, op,
+                 ": unsupported operation: more than one element of the written-to tensor refers to a single "
+                 "memory location (it is an expanded view, shape ", shape_str(t.sizes()),
+                 "). Call .clone() on it before writing in place");
+  }
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- dispatch
+namespace {
+
+void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p = {}) {
+  switch (backend_of(out.device())) {
+    case Backend::CPU: return cpu::unary(op, out, in, p);
+    case Backend::CUDA: not_implemented_on(op_name(op), out.device(), out.dtype());
+  }
+}
+
+void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  switch (backend_of(out.device())) {
+    case Backend::CPU: return cpu::binary(op, out, a, b, alpha);
+    case Backend::CUDA: not_implemented_on(op_name(op), out.device(), a.dtype());
+  }
+}
+
+void check_unary_dtype(UnaryOp op, Dtype dtype) {
+  TANDEM_CHECK(!(op == UnaryOp::Neg && dtype == kBool), DtypeError,
+               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+               "mask, use logical_not() or x.eq(false) instead");
+}
+
+Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
+  const char* name = op_name(op);
+  check_defined(name, {{"input", x}});
+  check_unary_dtype(op, x.dtype());
+  Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
+  Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
+  run_unary(op, out, x.dtype() == dt ? x : x.to(dt), p);
+  return out;
+}
+
+Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
+  const char* name = op_name(op);
+  check_defined(name, {{"input", x}});
+  check_unary_dtype(op, x.dtype());
+  detail::check_writable(x, name);
+  Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
+  TANDEM_CHECK(can_cast(dt, x.dtype()), DtypeError, name, "_: result type ", dt,
+               " can't be cast to the desired output type ", x.dtype());
+  if (dt == x.dtype()) {
+    run_unary(op, x, x, p);
+  } else {
+    Tensor tmp = detail::make_result(x.sizes(), dt, x.device(), x.origin());
+    run_unary(op, tmp, x.to(dt), p);
+    x.copy_(tmp);
+  }
+  x.storage()->bump_version();
+  return x;
+}
+
+void check_binary_dtypes(BinaryOp op, Dtype a, Dtype b) {
+  TANDEM_CHECK(!(op == BinaryOp::Sub && a == kBool && b == kBool), DtypeError,
+               "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+               "logical_xor() operator instead");
+  TANDEM_CHECK(!(op == BinaryOp::Sub && (a == kBool || b == kBool)), DtypeError,
+               "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+               "invert a mask, use logical_not() instead");
+}
+
+Dtype compute_dtype(BinaryOp op, Dtype common) {
+  if (op == BinaryOp::Div && !is_floating_point(common)) return kFloat32;
+  return common;
+}
+
+Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  const char* name = op_name(op);
+  check_inputs(name, {{"self", a}, {"other", b}});
+  check_binary_dtypes(op, a.dtype(), b.dtype());
+  Dtype dt = compute_dtype(op, result_type(a, b));
+  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  Tensor out = detail::make_result(shape, is_comparison(op) ? kBool : dt, a.device(),
+                                   Origin::computed(name, a.origin()));
+  run_binary(op, out, a.to(dt), b.to(dt), alpha);
+  return out;
+}
+
+Tensor binary_op(BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
+  check_defined(op_name(op), {{"self", a}});
+  Dtype dt = compute_dtype(op, result_type(a, b));
+  Tensor bt = detail::scalar_tensor(b, dt, a.device());
+  check_binary_dtypes(op, a.dtype(), bt.dtype());
+  Tensor out = detail::make_result(a.sizes(), is_comparison(op) ? kBool : dt, a.device(),
+                                   Origin::computed(op_name(op), a.origin()));
+  run_binary(op, out, a.to(dt), bt, alpha);
+  return out;
+}
+
+Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  const char* name = op_name(op);
+  check_inputs(name, {{"self", a}, {"other", b}});
+  check_binary_dtypes(op, a.dtype(), b.dtype());
+  detail::check_writable(a, name);
+  Dtype dt = compute_dtype(op, result_type(a, b));
+  TANDEM_CHECK(can_cast(dt, a.dtype()), DtypeError, name, "_: result type ", dt,
+               " can't be cast to the desired output type ", a.dtype());
+  Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
+  TANDEM_CHECK(IntArrayRef(shape) == a.sizes(), ShapeError, name, "_: output with shape ", shape_str(a.sizes()),
+               " doesn't match the broadcast shape ", shape_str(shape));
+  if (dt == a.dtype()) {
+    run_binary(op, a, a, b.to(dt), alpha);
+  } else {
+    Tensor tmp = detail::make_result(a.sizes(), dt, a.device(), a.origin());
+    run_binary(op, tmp, a.to(dt), b.to(dt), alpha);
+    a.copy_(tmp);
+  }
+  a.storage()->bump_version();
+  return a;
+}
+
+Tensor& binary_inplace(BinaryOp op, Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
+  check_defined(op_name(op), {{"self", a}});
+  Dtype dt = compute_dtype(op, result_type(a, b));
+  return binary_inplace(op, a, detail::scalar_tensor(b, dt, a.device()), alpha);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- unary
+Tensor neg(const Tensor& x) { return unary_op(UnaryOp::Neg, x); }
+Tensor abs(const Tensor& x) { return unary_op(UnaryOp::Abs, x); }
+Tensor exp(const Tensor& x) { return unary_op(UnaryOp::Exp, x); }
+Tensor log(const Tensor& x) { return unary_op(UnaryOp::Log, x); }
+Tensor log1p(const Tensor& x) { return unary_op(UnaryOp::Log1p, x); }
+Tensor sqrt(const Tensor& x) { return unary_op(UnaryOp::Sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary_op(UnaryOp::Rsqrt, x); }
+Tensor sin(const Tensor& x) { return unary_op(UnaryOp::Sin, x); }
+Tensor cos(const Tensor& x) { return unary_op(UnaryOp::Cos, x); }
+Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return unary_op(UnaryOp::Relu, x); }
+Tensor silu(const Tensor& x) { return unary_op(UnaryOp::Silu, x); }
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  TANDEM_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+               "gelu: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return unary_op(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::Gelu, x);
+}
+
+Tensor pow(const Tensor& x, const Scalar& exponent) {
+  check_defined("pow", {{"self", x}});
+  TANDEM_CHECK(!(is_integral(x.dtype(), true) && exponent.is_integral() && exponent.to_int() < 0), ValueError,
+               "pow: integers to negative integer powers are not allowed (", x.dtype(), " tensor to the power ",
+               exponent, "); convert the tensor to a floating dtype first");
+  Dtype dt = result_type(x, exponent);
+  return unary_op(UnaryOp::PowScalar, x, {exponent, {}}, dt);
+}
+Tensor pow(const Tensor& x, const Tensor& exponent) { return binary_op(BinaryOp::Pow, x, exponent); }
+Tensor pow(const Scalar& x, const Tensor& exponent) {
+  check_defined("pow", {{"exponent", exponent}});
+  Dtype dt = result_type(exponent, x);
+  return binary_op(BinaryOp::Pow, detail::scalar_tensor(x, dt, exponent.device()), exponent);
+}
+
+// ---------------------------------------------------------------- binary
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op(BinaryOp::Add, a, b, alpha); }
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op(BinaryOp::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_op(BinaryOp::Sub, a, b, alpha); }
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_op(BinaryOp::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Mul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Div, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Div, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Minimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Ge, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Ge, a, b); }
+
+// ---------------------------------------------------------------- where, clamp, masked_fill
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_inputs("where", {{"condition", cond}, {"input", a}, {"other", b}});
+  TANDEM_CHECK(cond.dtype() == kBool, DtypeError,
+               "where: expected condition to be a bool tensor, but got a tensor with dtype ", cond.dtype());
+  Dtype dt = result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  Tensor out = detail::make_result(shape, dt, a.device(), Origin::computed("where", a.origin()));
+  switch (backend_of(out.device())) {
+    case Backend::CPU: cpu::where(out, cond, a.to(dt), b.to(dt)); break;
+    case Backend::CUDA: not_implemented_on("where", out.device(), dt);
+  }
+  return out;
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  check_defined("where", {{"condition", cond}, {"input", a}});
+  return where(cond, a, detail::scalar_tensor(b, result_type(a, b), a.device()));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  check_defined("where", {{"condition", cond}, {"other", b}});
+  return where(cond, detail::scalar_tensor(a, result_type(b, a), b.device()), b);
+}
+
+namespace {
+Dtype clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  PromotionState s;
+  add_tensor(s, x);
+  if (lo) update(s.wrapped, lo->default_dtype());
+  if (hi) update(s.wrapped, hi->default_dtype());
+  return finish(s);
+}
+}  // namespace
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  check_defined("clamp", {{"self", x}});
+  TANDEM_CHECK(min || max, ValueError, "clamp: at least one of 'min' or 'max' must not be None");
+  TANDEM_CHECK(x.dtype() != kBool, DtypeError, "clamp is not supported for bool tensors");
+  return unary_op(UnaryOp::Clamp, x, {min, max}, clamp_dtype(x, min, max));
+}
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp(x, min, std::nullopt); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::nullopt, max); }
+
+namespace {
+void masked_fill_into(const char* name, const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
+  check_inputs(name, {{"self", x}, {"mask", mask}});
+  TANDEM_CHECK(mask.dtype() == kBool, DtypeError, name, ": only supports boolean masks, but got mask with dtype ",
+               mask.dtype());
+  Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), name);
+  TANDEM_CHECK(IntArrayRef(shape) == x.sizes(), ShapeError, name, ": mask of shape ", shape_str(mask.sizes()),
+               " cannot be broadcast to the input's shape ", shape_str(x.sizes()));
+  TANDEM_CHECK(!(is_integral(x.dtype(), true) && value.is_floating_point()), DtypeError, name,
+               ": cannot fill a tensor of dtype ", x.dtype(), " with the floating value ", value);
+  switch (backend_of(out.device())) {
+    case Backend::CPU: return cpu::masked_fill(out, x, mask, value);
+    case Backend::CUDA: not_implemented_on(name, out.device(), out.dtype());
+  }
+}
+}  // namespace
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  check_defined("masked_fill", {{"self", x}});
+  Tensor out = detail::make_result(x.sizes(), x.dtype(), x.device(), Origin::computed("masked_fill", x.origin()));
+  masked_fill_into("masked_fill", out, x, mask, value);
+  return out;
+}
+
+// ---------------------------------------------------------------- operators
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return add(neg(b), a); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Scalar& a, const Tensor& b) {
+  check_defined("div", {{"other", b}});
+  Dtype dt = result_type(b, a);
+  return div(detail::scalar_tensor(a, dt, b.device()), b);
+}
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b); }
+Tensor& operator+=(Tensor& a, const Scalar& b) { return a.add_(b); }
+Tensor& operator-=(Tensor& a, const Scalar& b) { return a.sub_(b); }
+Tensor& operator*=(Tensor& a, const Scalar& b) { return a.mul_(b); }
+Tensor& operator/=(Tensor& a, const Scalar& b) { return a.div_(b); }
+
+// ---------------------------------------------------------------- Tensor members
+Tensor Tensor::neg() const { return tandem::neg(*this); }
+Tensor Tensor::abs() const { return tandem::abs(*this); }
+Tensor Tensor::exp() const { return tandem::exp(*this); }
+Tensor Tensor::log() const { return tandem::log(*this); }
+Tensor Tensor::log1p() const { return tandem::log1p(*this); }
+Tensor Tensor::sqrt() const { return tandem::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return tandem::rsqrt(*this); }
+Tensor Tensor::sin() const { return tandem::sin(*this); }
+Tensor Tensor::cos() const { return tandem::cos(*this); }
+Tensor Tensor::tanh() const { return tandem::tanh(*this); }
+Tensor Tensor::sigmoid() const { return tandem::sigmoid(*this); }
+Tensor Tensor::relu() const { return tandem::relu(*this); }
+Tensor Tensor::gelu(const std::string& approximate) const { return tandem::gelu(*this, approximate); }
+Tensor Tensor::silu() const { return tandem::silu(*this); }
+Tensor Tensor::pow(const Scalar& e) const { return tandem::pow(*this, e); }
+Tensor Tensor::pow(const Tensor& e) const { return tandem::pow(*this, e); }
+Tensor& Tensor::neg_() { return unary_inplace(UnaryOp::Neg, *this); }
+Tensor& Tensor::abs_() { return unary_inplace(UnaryOp::Abs, *this); }
+Tensor& Tensor::exp_() { return unary_inplace(UnaryOp::Exp, *this); }
+Tensor& Tensor::log_() { return unary_inplace(UnaryOp::Log, *this); }
+Tensor& Tensor::sqrt_() { return unary_inplace(UnaryOp::Sqrt, *this); }
+Tensor& Tensor::sigmoid_() { return unary_inplace(UnaryOp::Sigmoid, *this); }
+Tensor& Tensor::tanh_() { return unary_inplace(UnaryOp::Tanh, *this); }
+Tensor& Tensor::relu_() { return unary_inplace(UnaryOp::Relu, *this); }
+Tensor& Tensor::pow_(const Scalar& e) {
+  TANDEM_CHECK(!(is_integral(dtype(), true) && e.is_integral() && e.to_int() < 0), ValueError,
+               "pow_: integers to negative integer powers are not allowed");
+  return unary_inplace(UnaryOp::PowScalar, *this, {e, {}}, result_type(*this, e));
+}
+
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return tandem::add(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return tandem::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return tandem::sub(*this, o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return tandem::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return tandem::mul(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return tandem::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return tandem::div(*this, o); }
+Tensor Tensor::div(const Scalar& o) const { return tandem::div(*this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return tandem::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return tandem::minimum(*this, o); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace(BinaryOp::Mul, *this, o); }
+Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace(BinaryOp::Mul, *this, o); }
+Tensor& Tensor::div_(const Tensor& o) { return binary_inplace(BinaryOp::Div, *this, o); }
+Tensor& Tensor::div_(const Scalar& o) { return binary_inplace(BinaryOp::Div, *this, o); }
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  check_defined("fill_", {{"self", *this}});
+  detail::check_writable(*this, "fill_");
+  TANDEM_CHECK(!(is_integral(dtype(), true) && value.is_floating_point() &&
+                 value.to_double() != static_cast<double>(static_cast<int64_t>(value.to_double()))),
+               DtypeError, "fill_: cannot fill a tensor of dtype ", dtype(), " with the non-integral value ", value);
+  switch (backend_of(device())) {
+    case Backend::CPU: cpu::fill(*this, value); break;
+    case Backend::CUDA: not_implemented_on("fill_", device(), dtype());
+  }
+  storage()->bump_version();
+  return *this;
+}
+Tensor& Tensor::zero_() { return fill_(0); }
+
+Tensor Tensor::eq(const Tensor& o) const { return tandem::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return tandem::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return tandem::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return tandem::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return tandem::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return tandem::ge(*this, o); }
+Tensor Tensor::eq(const Scalar& o) const { return tandem::eq(*this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return tandem::ne(*this, o); }
+Tensor Tensor::lt(const Scalar& o) const { return tandem::lt(*this, o); }
+Tensor Tensor::le(const Scalar& o) const { return tandem::le(*this, o); }
+Tensor Tensor::gt(const Scalar& o) const { return tandem::gt(*this, o); }
+Tensor Tensor::ge(const Scalar& o) const { return tandem::ge(*this, o); }
+
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return tandem::clamp(*this, min, max);
+}
+Tensor Tensor::clamp_min(const Scalar& min) const { return tandem::clamp_min(*this, min); }
+Tensor Tensor::clamp_max(const Scalar& max) const { return tandem::clamp_max(*this, max); }
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  TANDEM_CHECK(min || max, ValueError, "clamp_: at least one of 'min' or 'max' must not be None");
+  return unary_inplace(UnaryOp::Clamp, *this, {min, max}, clamp_dtype(*this, min, max));
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return tandem::masked_fill(*this, mask, value);
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+  check_defined("masked_fill_", {{"self", *this}});
+  detail::check_writable(*this, "masked_fill_");
+  masked_fill_into("masked_fill_", *this, *this, mask, value);
+  storage()->bump_version();
+  return *this;
+}
+
+}  // namespace tandem

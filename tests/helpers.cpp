@@ -1,0 +1,63 @@
+// Shared test helpers.
+#include "helpers.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace tandem::test {
+
+std::vector<Device> devices() {
+  std::vector<Device> out{Device(kCPU)};
+  for (int i = 0; i < cuda::device_count(); ++i) out.emplace_back(kCUDA, i);
+  return out;
+}
+
+Tolerance tolerance(Dtype dtype) {
+  switch (dtype) {
+    case kFloat64: return {1e-12, 1e-12};
+    case kFloat32: return {1e-5, 1e-6};
+    case kFloat16: return {1e-2, 1e-3};
+    case kBFloat16: return {2e-2, 1e-2};
+    case kInt64: case kInt32: case kUInt8: case kBool: return {0, 0};
+  }
+  return {0, 0};
+}
+
+static std::vector<double> host_values(const Tensor& t) { return t.to_vector<double>(); }
+
+void check_values(const Tensor& actual, const std::vector<double>& expected, std::optional<Tolerance> tol) {
+  Tolerance tl = tol.value_or(tolerance(actual.dtype()));
+  std::vector<double> a = host_values(actual);
+  REQUIRE(a.size() == expected.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    double e = expected[i], v = a[i];
+    bool ok;
+    if (std::isnan(e)) ok = std::isnan(v);
+    else if (std::isinf(e)) ok = v == e;
+    else ok = std::abs(v - e) <= tl.atol + tl.rtol * std::abs(e);
+    if (!ok) {
+      std::ostringstream ss;
+      ss.precision(17);
+      ss << "element " << i << ": got " << v << ", expected " << e << " (rtol " << tl.rtol << ", atol " << tl.atol
+         << ", dtype " << actual.dtype() << ", device " << actual.device() << ")";
+      FAIL(ss.str());
+    }
+  }
+}
+
+void check_close(const Tensor& actual, const Tensor& expected, std::optional<Tolerance> tol) {
+  REQUIRE(actual.sizes().vec() == expected.sizes().vec());
+  check_values(actual, host_values(expected), tol);
+}
+
+void check_equal(const Tensor& actual, const Tensor& expected) {
+  REQUIRE(actual.dtype() == expected.dtype());
+  check_close(actual, expected, Tolerance{0, 0});
+}
+
+Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype, Device device) {
+  Tensor t = from_blob(const_cast<double*>(values.data()), {static_cast<int64_t>(values.size())}, kFloat64);
+  return t.to(dtype).reshape(shape).to(device).clone();
+}
+
+}  // namespace tandem::test

@@ -1,0 +1,50 @@
+// Shared test helpers: run a test body on every device present, compare
+// tensors with per-dtype tolerances, and build inputs.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tandem/tandem.h"
+
+namespace tandem::test {
+
+// cpu, then every cuda device present (real, or emulated under
+// TANDEM_EMULATE_CUDA).
+std::vector<Device> devices();
+
+// Relative and absolute tolerance for comparing results of dtype.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance(Dtype dtype);
+
+// Elementwise |a - e| <= atol + rtol * |e| (NaNs must match), after moving
+// both to the cpu as float64. Shapes must match exactly.
+void check_close(const Tensor& actual, const Tensor& expected, std::optional<Tolerance> tol = std::nullopt);
+void check_equal(const Tensor& actual, const Tensor& expected);  // exact, shape and dtype too
+// Compare with values given in row-major order.
+void check_values(const Tensor& actual, const std::vector<double>& expected,
+                  std::optional<Tolerance> tol = std::nullopt);
+
+// A tensor of the given shape filled with the values, of dtype, on device.
+Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = kFloat32,
+            Device device = Device(kCPU));
+
+}  // namespace tandem::test
+
+#define TANDEM_CAT_(a, b) a##b
+#define TANDEM_CAT(a, b) TANDEM_CAT_(a, b)
+
+// DEVICE_TEST_CASE("name", "[tags]") { ... `device` is in scope ... }
+// The body runs once per device in test::devices(), each in its own section.
+#define DEVICE_TEST_CASE_IMPL(fn, name, tags)                                        \
+  static void fn(const ::tandem::Device& device);                                    \
+  TEST_CASE(name, tags) {                                                            \
+    for (const ::tandem::Device& d : ::tandem::test::devices()) {                    \
+      DYNAMIC_SECTION("on " << d.str()) { fn(d); }                                   \
+    }                                                                                \
+  }                                                                                  \
+  static void fn([[maybe_unused]] const ::tandem::Device& device)
+#define DEVICE_TEST_CASE(name, tags) DEVICE_TEST_CASE_IMPL(TANDEM_CAT(device_test_, __LINE__), name, tags)
