@@ -1,0 +1,32 @@
+# Thin wrappers over meson: each target installs what is missing, configures,
+# builds and runs.
+#   make train   the main job (DEVICE=cpu|cuda:0 to choose; default: best present)
+#   make test    the whole test suite (cpu, then two emulated CUDA devices)
+BUILD ?= build
+MESON_ARGS ?=
+
+.PHONY: deps build test train asan clean
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_ARGS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+test: build
+	scripts/run-tests.sh $(BUILD)
+
+train: build
+	$(BUILD)/examples/train $(if $(DEVICE),--device $(DEVICE))
+
+# The CPU tests once more under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan: deps
+	[ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-asan
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/run-tests.sh build-asan
+
+clean:
+	rm -rf $(BUILD) build-asan
