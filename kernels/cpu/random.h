@@ -1,1 +1,21 @@
-// placeholder
+// CPU random fills. Each writes every element of a contiguous output from
+// the Philox counters the front end reserved, following the element map in
+// tensor/ops/random.h, in parallel over counters (so thread count never
+// changes a number).
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/core/philox.h"
+#include "tensor/core/tensor.h"
+
+namespace tandem::cpu {
+
+// out: contiguous, floating. u * (to - from) + from with u uniform in [0, 1).
+void uniform(const Tensor& out, PhiloxState state, double from, double to);
+// out: contiguous, floating. z * std + mean with z standard normal.
+void normal(const Tensor& out, PhiloxState state, double mean, double std);
+// out: contiguous, any dtype. Integers in [low, high), low < high.
+void randint(const Tensor& out, PhiloxState state, int64_t low, int64_t high);
+
+}  // namespace tandem::cpu
