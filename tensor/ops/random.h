@@ -4,17 +4,17 @@
 // declared in tensor/ops/factory.h.
 //
 // The numbers are DEFINED by the following map, which every backend follows
-// bit for bit (one CUDA thread per element reproduces it): a call that fills
-// n elements takes (seed, offset) from the generator, advances the offset by
-// the number of Philox counters it uses, and element i (row-major index of
-// the result) is computed from P(c) = philox(counter = offset + c,
-// subsequence = 0, key = seed), four 32-bit words w0..w3 (tensor/core/philox.h):
+// (one CUDA thread per element reproduces it): a call that fills n elements
+// takes (seed, offset) from the generator, advances the offset by the number
+// of Philox counters it uses, and element i (row-major index of the result)
+// is computed from P(c) = philox(counter = offset + c, subsequence = 0,
+// key = seed), four 32-bit words w0..w3 (tensor/core/philox.h):
 //
-//   kind                          counter c   words used             counters per call
-//   uniform float32/16/bfloat16   i / 4       w[i % 4]               ceil(n / 4)
-//   uniform float64               i / 2       lo w[2(i%2)], hi w[2(i%2)+1]   ceil(n / 2)
-//   randint (every dtype)         i / 2       lo w[2(i%2)], hi w[2(i%2)+1]   ceil(n / 2)
-//   normal (every dtype)          i           all four                n
+//   kind                          counter c   words used                      counters per call
+//   uniform float32/16/bfloat16   i / 4       w[i % 4]                        ceil(n / 4)
+//   uniform float64               i / 2       lo w[2(i%2)], hi w[2(i%2)+1]    ceil(n / 2)
+//   randint (every dtype)         i / 2       lo w[2(i%2)], hi w[2(i%2)+1]    ceil(n / 2)
+//   normal (every dtype)          i           all four                        n
 //
 // uniform: the top d bits of the word times 2^-d, d = 24 for float32 (that is
 //   (x >> 8) * 2^-24), 11 for float16, 8 for bfloat16; float64 takes the top
@@ -29,6 +29,11 @@
 //   u2 = top53(w2, w3) 2^-53 for float64. normal_(mean, std) computes
 //   z * std + mean in double (no fma), then converts to the dtype (through
 //   float for float16 and bfloat16).
+//   Uniform and randint numbers are the same bits on every backend. Normal
+//   ones go through log and cos, which CUDA's libdevice and glibc compute to
+//   within an ulp or two of double: after rounding to float32 or narrower a
+//   mismatch needs a result within a few double ulps of a rounding boundary
+//   (about one element in 10^8); float64 results may differ in the last bit.
 // randint(low, high): low + (x mod (high - low)) with x the 64-bit draw,
 //   converted to the dtype. The modulo makes a value at most
 //   1 + (high - low) / 2^64 times likelier than another: below 2^-32 relative
