@@ -118,7 +118,7 @@ void copy(const Tensor& dst, const Tensor& src) {
   }
   dispatch_all(dst.dtype(), "copy (cpu)", [&]<typename To>() {
     dispatch_all(src.dtype(), "copy (cpu)", [&]<typename From>() {
-      cpu_kernel<To, From>(dst, {&src}, [](opmath_t<From> x) { return static_cast<To>(x); });
+      cpu_kernel<To, From>(dst, {&src}, fn::Cast<To>{});
     });
   });
 }

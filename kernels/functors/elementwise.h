@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "tensor/core/macros.h"
@@ -54,9 +55,18 @@ template <typename T> struct Silu {
   TANDEM_HD_INLINE T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
 };
 
-// Integer power by squaring; the front end rejects negative exponents.
+// Integer power by squaring. A negative exponent (only reachable with a
+// tensor exponent) gives what PyTorch's powi gives: 1 for base 1, +-1 for
+// base -1, else 0 (the truncated reciprocal).
 template <typename T>
 TANDEM_HD_INLINE T int_pow(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (-exp) % 2 ? T(-1) : T(1);
+      return 0;
+    }
+  }
   T result = 1;
   while (exp > 0) {
     if (exp & 1) result = static_cast<T>(result * base);
@@ -88,13 +98,15 @@ template <typename T> struct PowScalar {
   }
 };
 
+// min(max(x, lo), hi): when lo > hi every element becomes hi, as torch.clamp.
 template <typename T> struct Clamp {
   T lo, hi;
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (x != x) return x;  // NaN propagates, as torch.clamp
     }
-    return x < lo ? lo : (x > hi ? hi : x);
+    T y = x < lo ? lo : x;
+    return y > hi ? hi : y;
   }
 };
 
@@ -157,9 +169,18 @@ template <typename T> struct MaskedFill {
 };
 
 // ---- conversion
+// static_cast, except floating to uint8 goes through int64 (as PyTorch's
+// cast): a negative float converted straight to an unsigned type is
+// undefined behaviour, and compilers and GPUs disagree on it.
 template <typename To> struct Cast {
   template <typename From>
-  TANDEM_HD_INLINE To operator()(From x) const { return static_cast<To>(x); }
+  TANDEM_HD_INLINE To operator()(From x) const {
+    if constexpr (std::is_same_v<To, uint8_t> && std::is_floating_point_v<From>) {
+      return static_cast<To>(static_cast<int64_t>(x));
+    } else {
+      return static_cast<To>(x);
+    }
+  }
 };
 
 }  // namespace tandem::fn

@@ -22,6 +22,11 @@ void copy_same_device(const Tensor& dst, const Tensor& src) {
     case Backend::CUDA: not_implemented_on("copy_", dst.device(), dst.dtype());
   }
 }
+
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.shares_storage(b) && a.storage_offset() == b.storage_offset() && a.dtype() == b.dtype() &&
+         a.sizes() == b.sizes() && a.strides() == b.strides();
+}
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
@@ -31,7 +36,9 @@ Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
   TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "copy_: the source of shape ", shape_str(src.sizes()),
                " cannot be broadcast to the destination's shape ", shape_str(sizes()));
   if (src.device() == device()) {
-    copy_same_device(*this, src);
+    // A source overlapping the destination in another layout (x.copy_(x.t()))
+    // would be read after being overwritten: copy it out first.
+    if (!same_view(*this, src)) copy_same_device(*this, src.shares_storage(*this) ? src.clone() : src);
   } else {
     // Bring src to dst's dtype and shape, contiguous, on its own device; then
     // move the bytes; then lay them out as dst if dst is not contiguous.

@@ -2,6 +2,9 @@
 // output allocation, and the dispatch to a backend.
 #include "tensor/ops/elementwise.h"
 
+#include <cmath>
+#include <limits>
+
 #include "kernels/cpu/elementwise.h"
 #include "kernels/op_kinds.h"
 #include "tensor/core/shape.h"
@@ -48,6 +51,67 @@ bool float_only(UnaryOp op) {
   }
 }
 
+// Whether value converts to dtype without overflow, by PyTorch's rule for
+// values written into a tensor (fill_, masked_fill, clamp bounds): floats
+// must lie in the type's finite range (infinities are fine for floating
+// types, NaN only for them); integers too, except that an unsigned type also
+// takes negative integers down to -max, which wrap. Bool takes anything.
+bool fits(const Scalar& value, Dtype dtype) {
+  if (dtype == kBool || value.is_bool()) return true;
+  double lo = 0, hi = 0;
+  switch (dtype) {
+    case kFloat64: return true;
+    case kFloat32: hi = std::numeric_limits<float>::max(); lo = -hi; break;
+    case kFloat16: hi = 65504.0; lo = -hi; break;
+    case kBFloat16: hi = 0x1.fep+127; lo = -hi; break;
+    case kInt64: lo = -0x1p63; hi = 0x1p63; break;  // hi exclusive, see below
+    case kInt32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
+    case kUInt8: lo = 0; hi = 255; break;
+    case kBool: return true;
+  }
+  if (value.is_integral()) {
+    int64_t v = value.to_int();
+    if (dtype == kInt64) return true;
+    if (dtype == kUInt8) return v <= 255 && v >= -255;
+    return static_cast<double>(v) >= lo && static_cast<double>(v) <= hi;
+  }
+  double d = value.to_double();
+  if (std::isnan(d) || std::isinf(d)) return is_floating_point(dtype);
+  if (dtype == kInt64) return d >= lo && d < hi;
+  return d >= lo && d <= hi;
+}
+
+void check_fits(const char* op, const Scalar& value, Dtype dtype) {
+  TANDEM_CHECK(fits(value, dtype), ValueError, op, ": value ", value, " cannot be converted to type ", dtype,
+               " without overflow");
+}
+
+// PyTorch's alpha rules for add and sub.
+void check_alpha(const char* op, Dtype result, const Scalar& alpha) {
+  TANDEM_CHECK(!(is_integral(result, true) && alpha.is_floating_point()), DtypeError, op,
+               ": for integral input tensors, argument alpha must not be a floating point number (got alpha = ",
+               alpha, ", result dtype ", result, ")");
+  TANDEM_CHECK(!(alpha.is_bool() && result != kBool), DtypeError, op,
+               ": boolean alpha is only supported for bool results (result dtype ", result, ")");
+}
+
+void fill_unchecked(const Tensor& t, const Scalar& value) {
+  switch (backend_of(t.device())) {
+    case Backend::CPU: cpu::fill(t, value); break;
+    case Backend::CUDA: not_implemented_on("fill_", t.device(), t.dtype());
+  }
+}
+
+// A read-only operand that shares memory with the tensor an op writes into
+// but is not that very view (x.add_(x.t()), x.copy_(x[0])) would be read
+// after it was overwritten: copy it first. PyTorch refuses these instead.
+Tensor unaliased(const Tensor& src, const Tensor& dst) {
+  if (!src.shares_storage(dst)) return src;
+  if (src.storage_offset() == dst.storage_offset() && src.sizes() == dst.sizes() && src.strides() == dst.strides())
+    return src;
+  return src.clone();
+}
+
 }  // namespace
 
 Dtype result_type(const Tensor& a, const Tensor& b) {
@@ -68,7 +132,7 @@ namespace detail {
 
 Tensor scalar_tensor(const Scalar& s, Dtype dtype, Device device) {
   Tensor t = make_result({}, dtype, device, Origin{});
-  t.fill_(s);
+  fill_unchecked(t, s);  // wraps like PyTorch's wrapped numbers: uint8 + 300 adds 44
   return t;
 }
 
@@ -104,6 +168,8 @@ void check_unary_dtype(UnaryOp op, Dtype dtype) {
   TANDEM_CHECK(!(op == UnaryOp::Neg && dtype == kBool), DtypeError,
                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
                "mask, use logical_not() or x.eq(false) instead");
+  TANDEM_CHECK(!((op == UnaryOp::Abs || op == UnaryOp::Relu) && dtype == kBool), DtypeError, op_name(op),
+               ": bool inputs are not supported; convert with .to(kInt64) or .to(kFloat32) first");
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
@@ -149,11 +215,14 @@ Dtype compute_dtype(BinaryOp op, Dtype common) {
   return common;
 }
 
+bool has_alpha(BinaryOp op) { return op == BinaryOp::Add || op == BinaryOp::Sub; }
+
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
   const char* name = op_name(op);
   check_inputs(name, {{"self", a}, {"other", b}});
   check_binary_dtypes(op, a.dtype(), b.dtype());
   Dtype dt = compute_dtype(op, result_type(a, b));
+  if (has_alpha(op)) check_alpha(name, dt, alpha);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   Tensor out = detail::make_result(shape, is_comparison(op) ? kBool : dt, a.device(),
                                    Origin::computed(name, a.origin()));
@@ -164,8 +233,9 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
 Tensor binary_op(BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
   check_defined(op_name(op), {{"self", a}});
   Dtype dt = compute_dtype(op, result_type(a, b));
+  check_binary_dtypes(op, a.dtype(), b.is_bool() ? kBool : dt);
+  if (has_alpha(op)) check_alpha(op_name(op), dt, alpha);
   Tensor bt = detail::scalar_tensor(b, dt, a.device());
-  check_binary_dtypes(op, a.dtype(), bt.dtype());
   Tensor out = detail::make_result(a.sizes(), is_comparison(op) ? kBool : dt, a.device(),
                                    Origin::computed(op_name(op), a.origin()));
   run_binary(op, out, a.to(dt), bt, alpha);
@@ -180,11 +250,12 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& al
   Dtype dt = compute_dtype(op, result_type(a, b));
   TANDEM_CHECK(can_cast(dt, a.dtype()), DtypeError, name, "_: result type ", dt,
                " can't be cast to the desired output type ", a.dtype());
+  if (has_alpha(op)) check_alpha(name, dt, alpha);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   TANDEM_CHECK(IntArrayRef(shape) == a.sizes(), ShapeError, name, "_: output with shape ", shape_str(a.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape));
   if (dt == a.dtype()) {
-    run_binary(op, a, a, b.to(dt), alpha);
+    run_binary(op, a, a, unaliased(b.to(dt), a), alpha);
   } else {
     Tensor tmp = detail::make_result(a.sizes(), dt, a.device(), a.origin());
     run_binary(op, tmp, a.to(dt), b.to(dt), alpha);
@@ -197,7 +268,17 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& al
 Tensor& binary_inplace(BinaryOp op, Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
   check_defined(op_name(op), {{"self", a}});
   Dtype dt = compute_dtype(op, result_type(a, b));
+  check_binary_dtypes(op, a.dtype(), b.is_bool() ? kBool : dt);
   return binary_inplace(op, a, detail::scalar_tensor(b, dt, a.device()), alpha);
+}
+
+// A scalar operand standing first (2 - x, 2 / x, pow(2, x), where(c, 2, x)):
+// a 0-dim tensor on the device of the tensor operand, carrying its origin so
+// that the result (and any device error) points at that tensor's line.
+Tensor wrap_scalar(const Scalar& s, const Tensor& like, Dtype dtype) {
+  Tensor t = detail::scalar_tensor(s, dtype, like.device());
+  t.set_origin(like.origin());
+  return t;
 }
 
 }  // namespace
@@ -234,8 +315,7 @@ Tensor pow(const Tensor& x, const Scalar& exponent) {
 Tensor pow(const Tensor& x, const Tensor& exponent) { return binary_op(BinaryOp::Pow, x, exponent); }
 Tensor pow(const Scalar& x, const Tensor& exponent) {
   check_defined("pow", {{"exponent", exponent}});
-  Dtype dt = result_type(exponent, x);
-  return binary_op(BinaryOp::Pow, detail::scalar_tensor(x, dt, exponent.device()), exponent);
+  return binary_op(BinaryOp::Pow, wrap_scalar(x, exponent, result_type(exponent, x)), exponent);
 }
 
 // ---------------------------------------------------------------- binary
@@ -277,12 +357,16 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
-  check_defined("where", {{"condition", cond}, {"input", a}});
-  return where(cond, a, detail::scalar_tensor(b, result_type(a, b), a.device()));
+  check_inputs("where", {{"condition", cond}, {"input", a}});
+  Dtype dt = result_type(a, b);
+  check_fits("where", b, dt);
+  return where(cond, a, wrap_scalar(b, a, dt));
 }
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
-  check_defined("where", {{"condition", cond}, {"other", b}});
-  return where(cond, detail::scalar_tensor(a, result_type(b, a), b.device()), b);
+  check_inputs("where", {{"condition", cond}, {"other", b}});
+  Dtype dt = result_type(b, a);
+  check_fits("where", a, dt);
+  return where(cond, wrap_scalar(a, b, dt), b);
 }
 
 namespace {
@@ -293,27 +377,39 @@ Dtype clamp_dtype(const Tensor& x, const std::optional<Scalar>& lo, const std::o
   if (hi) update(s.wrapped, hi->default_dtype());
   return finish(s);
 }
+
+// The dtype clamp computes in, after checking the bounds fit it.
+Dtype checked_clamp_dtype(const char* op, const Tensor& x, const std::optional<Scalar>& min,
+                          const std::optional<Scalar>& max) {
+  TANDEM_CHECK(min || max, ValueError, op, ": at least one of 'min' or 'max' must not be None");
+  Dtype dt = clamp_dtype(x, min, max);
+  TANDEM_CHECK(dt != kBool, DtypeError, op, ": not supported for bool tensors with bool bounds");
+  if (min) check_fits(op, *min, dt);
+  if (max) check_fits(op, *max, dt);
+  return dt;
+}
 }  // namespace
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   check_defined("clamp", {{"self", x}});
-  TANDEM_CHECK(min || max, ValueError, "clamp: at least one of 'min' or 'max' must not be None");
-  TANDEM_CHECK(x.dtype() != kBool, DtypeError, "clamp is not supported for bool tensors");
-  return unary_op(UnaryOp::Clamp, x, {min, max}, clamp_dtype(x, min, max));
+  return unary_op(UnaryOp::Clamp, x, {min, max}, checked_clamp_dtype("clamp", x, min, max));
 }
 Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp(x, min, std::nullopt); }
 Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::nullopt, max); }
 
 namespace {
-void masked_fill_into(const char* name, const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
+// Checks masked_fill's arguments; returns the broadcast shape of x and mask.
+// The value is converted to x's dtype (2.5 fills an int tensor with 2, as
+// PyTorch) and must fit it.
+Shape check_masked_fill(const char* name, const Tensor& x, const Tensor& mask, const Scalar& value) {
   check_inputs(name, {{"self", x}, {"mask", mask}});
   TANDEM_CHECK(mask.dtype() == kBool, DtypeError, name, ": only supports boolean masks, but got mask with dtype ",
                mask.dtype());
-  Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), name);
-  TANDEM_CHECK(IntArrayRef(shape) == x.sizes(), ShapeError, name, ": mask of shape ", shape_str(mask.sizes()),
-               " cannot be broadcast to the input's shape ", shape_str(x.sizes()));
-  TANDEM_CHECK(!(is_integral(x.dtype(), true) && value.is_floating_point()), DtypeError, name,
-               ": cannot fill a tensor of dtype ", x.dtype(), " with the floating value ", value);
+  check_fits(name, value, x.dtype());
+  return broadcast_shapes(x.sizes(), mask.sizes(), name);
+}
+
+void run_masked_fill(const char* name, const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::masked_fill(out, x, mask, value);
     case Backend::CUDA: not_implemented_on(name, out.device(), out.dtype());
@@ -321,10 +417,11 @@ void masked_fill_into(const char* name, const Tensor& out, const Tensor& x, cons
 }
 }  // namespace
 
+// Out of place, x and mask broadcast together (as torch.masked_fill).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
-  check_defined("masked_fill", {{"self", x}});
-  Tensor out = detail::make_result(x.sizes(), x.dtype(), x.device(), Origin::computed("masked_fill", x.origin()));
-  masked_fill_into("masked_fill", out, x, mask, value);
+  Shape shape = check_masked_fill("masked_fill", x, mask, value);
+  Tensor out = detail::make_result(shape, x.dtype(), x.device(), Origin::computed("masked_fill", x.origin()));
+  run_masked_fill("masked_fill", out, x, mask, value);
   return out;
 }
 
@@ -339,12 +436,16 @@ Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
-Tensor operator-(const Scalar& a, const Tensor& b) { return add(neg(b), a); }
+Tensor operator-(const Scalar& a, const Tensor& b) {
+  check_defined("sub", {{"other", b}});
+  Dtype dt = result_type(b, a);
+  check_binary_dtypes(BinaryOp::Sub, a.is_bool() ? kBool : dt, b.dtype());
+  return sub(wrap_scalar(a, b, dt), b);
+}
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) {
   check_defined("div", {{"other", b}});
-  Dtype dt = result_type(b, a);
-  return div(detail::scalar_tensor(a, dt, b.device()), b);
+  return div(wrap_scalar(a, b, result_type(b, a)), b);
 }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
@@ -417,16 +518,13 @@ Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace(BinaryOp::Mul, *th
 Tensor& Tensor::div_(const Tensor& o) { return binary_inplace(BinaryOp::Div, *this, o); }
 Tensor& Tensor::div_(const Scalar& o) { return binary_inplace(BinaryOp::Div, *this, o); }
 
+// The value is converted to the tensor's dtype (2.5 fills an int tensor with
+// 2, as PyTorch) and must fit it. Expanded views may be filled: every write
+// to a shared element stores the same value (PyTorch allows it too).
 Tensor& Tensor::fill_(const Scalar& value) {
   check_defined("fill_", {{"self", *this}});
-  detail::check_writable(*this, "fill_");
-  TANDEM_CHECK(!(is_integral(dtype(), true) && value.is_floating_point() &&
-                 value.to_double() != static_cast<double>(static_cast<int64_t>(value.to_double()))),
-               DtypeError, "fill_: cannot fill a tensor of dtype ", dtype(), " with the non-integral value ", value);
-  switch (backend_of(device())) {
-    case Backend::CPU: cpu::fill(*this, value); break;
-    case Backend::CUDA: not_implemented_on("fill_", device(), dtype());
-  }
+  check_fits("fill_", value, dtype());
+  fill_unchecked(*this, value);
   storage()->bump_version();
   return *this;
 }
@@ -451,16 +549,18 @@ Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const
 Tensor Tensor::clamp_min(const Scalar& min) const { return tandem::clamp_min(*this, min); }
 Tensor Tensor::clamp_max(const Scalar& max) const { return tandem::clamp_max(*this, max); }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  TANDEM_CHECK(min || max, ValueError, "clamp_: at least one of 'min' or 'max' must not be None");
-  return unary_inplace(UnaryOp::Clamp, *this, {min, max}, clamp_dtype(*this, min, max));
+  check_defined("clamp_", {{"self", *this}});
+  return unary_inplace(UnaryOp::Clamp, *this, {min, max}, checked_clamp_dtype("clamp_", *this, min, max));
 }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
   return tandem::masked_fill(*this, mask, value);
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
-  check_defined("masked_fill_", {{"self", *this}});
+  Shape shape = check_masked_fill("masked_fill_", *this, mask, value);
+  TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "masked_fill_: mask of shape ", shape_str(mask.sizes()),
+               " cannot be broadcast to the input's shape ", shape_str(sizes()));
   detail::check_writable(*this, "masked_fill_");
-  masked_fill_into("masked_fill_", *this, *this, mask, value);
+  run_masked_fill("masked_fill_", *this, *this, unaliased(mask, *this), value);
   storage()->bump_version();
   return *this;
 }

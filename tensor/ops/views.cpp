@@ -192,6 +192,9 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     }
     int64_t cur = size(i - lead);
     if (target == -1) target = cur;
+    TANDEM_CHECK(target >= 0, ShapeError, "expand: invalid size ", target, " at dimension ", i,
+                 " (sizes must be non-negative, or -1 to keep the existing size).  Target sizes: ", shape_str(shape),
+                 ".  Tensor sizes: ", shape_str(this->sizes()));
     TANDEM_CHECK(cur == target || cur == 1, ShapeError, "expand: the expanded size of the tensor (", target,
                  ") must match the existing size (", cur, ") at non-singleton dimension ", i, ".  Target sizes: ",
                  shape_str(shape), ".  Tensor sizes: ", shape_str(this->sizes()));
@@ -229,7 +232,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   TANDEM_CHECK(start >= -n && start <= n, IndexError, "narrow: start (", start, ") is out of bounds for dimension ",
                d, " of size ", n);
   if (start < 0) start += n;
-  TANDEM_CHECK(length >= 0 && start + length <= n, IndexError, "narrow: start (", start, ") + length (", length,
+  TANDEM_CHECK(length >= 0, IndexError, "narrow: length must be non-negative, got ", length);
+  TANDEM_CHECK(start + length <= n, IndexError, "narrow: start (", start, ") + length (", length,
                ") exceeds dimension size (", n, ")");
   return slice(d, start, start + length, 1);
 }
