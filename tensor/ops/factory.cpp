@@ -39,14 +39,14 @@ Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
 
 }  // namespace detail
 
-namespace {
-Tensor create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc) {
+Tensor detail::create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc) {
   Device device = resolve_device(options.device(), op);
   TANDEM_CHECK(!options.pinned_memory() || device.is_cpu(), DeviceError, op,
                ": only cpu tensors can be pinned, but device is ", device.str());
   return detail::make_result(sizes, options.dtype(), device, Origin::created(op, loc), options.pinned_memory());
 }
 
+namespace {
 TensorOptions like(const Tensor& t, const TensorOptions& options) {
   TensorOptions o = options;
   if (!o.has_dtype()) o = o.dtype(t.dtype());
@@ -56,47 +56,47 @@ TensorOptions like(const Tensor& t, const TensorOptions& options) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
-  return create("tandem::empty", sizes, options, loc);
+  return detail::create("tandem::empty", sizes, options, loc);
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
-  Tensor t = create("tandem::zeros", sizes, options, loc);
+  Tensor t = detail::create("tandem::zeros", sizes, options, loc);
   t.zero_();
   return t;
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
-  Tensor t = create("tandem::ones", sizes, options, loc);
+  Tensor t = detail::create("tandem::ones", sizes, options, loc);
   t.fill_(1);
   return t;
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options, SourceLoc loc) {
   TensorOptions o = options.has_dtype() ? options : options.dtype(value.default_dtype());
-  Tensor t = create("tandem::full", sizes, o, loc);
+  Tensor t = detail::create("tandem::full", sizes, o, loc);
   t.fill_(value);
   return t;
 }
 
 Tensor empty_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("empty_like", {{"input", t}});
-  return create("tandem::empty_like", t.sizes(), like(t, options), loc);
+  return detail::create("tandem::empty_like", t.sizes(), like(t, options), loc);
 }
 Tensor zeros_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("zeros_like", {{"input", t}});
-  Tensor r = create("tandem::zeros_like", t.sizes(), like(t, options), loc);
+  Tensor r = detail::create("tandem::zeros_like", t.sizes(), like(t, options), loc);
   r.zero_();
   return r;
 }
 Tensor ones_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("ones_like", {{"input", t}});
-  Tensor r = create("tandem::ones_like", t.sizes(), like(t, options), loc);
+  Tensor r = detail::create("tandem::ones_like", t.sizes(), like(t, options), loc);
   r.fill_(1);
   return r;
 }
 Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& options, SourceLoc loc) {
   check_defined("full_like", {{"input", t}});
-  Tensor r = create("tandem::full_like", t.sizes(), like(t, options), loc);
+  Tensor r = detail::create("tandem::full_like", t.sizes(), like(t, options), loc);
   r.fill_(value);
   return r;
 }

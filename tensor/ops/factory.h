@@ -83,6 +83,9 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 namespace detail {
 // A new contiguous tensor for an op's result on an already-resolved device.
 Tensor make_result(IntArrayRef sizes, Dtype dtype, Device device, const Origin& origin, bool pinned = false);
+// A new contiguous tensor made by factory `op` (e.g. "tandem::zeros") called
+// at loc: resolves the device, checks pinning, records Origin::created.
+Tensor create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc);
 // A strided view sharing t's storage, with the origin of t.
 Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
 }  // namespace detail

@@ -179,14 +179,6 @@ void fill_randint(const char* op, const Tensor& out, Generator& gen, int64_t low
   }
 }
 
-// A new tensor made by factory `op` at loc (as factory.cpp's create).
-Tensor create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc) {
-  Device device = resolve_device(options.device(), op);
-  TANDEM_CHECK(!options.pinned_memory() || device.is_cpu(), DeviceError, op,
-               ": only cpu tensors can be pinned, but device is ", device.str());
-  return detail::make_result(sizes, options.dtype(), device, Origin::created(op, loc), options.pinned_memory());
-}
-
 TensorOptions like(const Tensor& t, const TensorOptions& options) {
   TensorOptions o = options;
   if (!o.has_dtype()) o = o.dtype(t.dtype());
@@ -220,14 +212,14 @@ namespace {
 // gen null: the default generator of the result's device.
 Tensor rand_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options, const SourceLoc& loc) {
   check_floating("rand", "check_uniform_bounds", options.dtype());
-  Tensor out = create("tandem::rand", sizes, options, loc);
+  Tensor out = detail::create("tandem::rand", sizes, options, loc);
   fill_uniform("rand", out, generator_for(gen, out.device()), 0.0, 1.0);
   return out;
 }
 
 Tensor randn_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options, const SourceLoc& loc) {
   check_floating("randn", "normal_kernel_cpu", options.dtype());
-  Tensor out = create("tandem::randn", sizes, options, loc);
+  Tensor out = detail::create("tandem::randn", sizes, options, loc);
   fill_normal("randn", out, generator_for(gen, out.device()), 0.0, 1.0);
   return out;
 }
@@ -236,7 +228,7 @@ Tensor randint_impl(int64_t low, int64_t high, IntArrayRef sizes, Generator* gen
                     const SourceLoc& loc) {
   TensorOptions o = options.has_dtype() ? options : options.dtype(kInt64);
   check_randint("randint", low, high, o.dtype());
-  Tensor out = create("tandem::randint", sizes, o, loc);
+  Tensor out = detail::create("tandem::randint", sizes, o, loc);
   fill_randint("randint", out, generator_for(gen, out.device()), low, high);
   return out;
 }
@@ -270,7 +262,7 @@ Tensor rand_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("rand_like", {{"input", t}});
   TensorOptions o = like(t, options);
   check_floating("rand_like", "check_uniform_bounds", o.dtype());
-  Tensor out = create("tandem::rand_like", t.sizes(), o, loc);
+  Tensor out = detail::create("tandem::rand_like", t.sizes(), o, loc);
   fill_uniform("rand_like", out, default_generator(out.device()), 0.0, 1.0);
   return out;
 }
@@ -279,7 +271,7 @@ Tensor randn_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) 
   check_defined("randn_like", {{"input", t}});
   TensorOptions o = like(t, options);
   check_floating("randn_like", "normal_kernel_cpu", o.dtype());
-  Tensor out = create("tandem::randn_like", t.sizes(), o, loc);
+  Tensor out = detail::create("tandem::randn_like", t.sizes(), o, loc);
   fill_normal("randn_like", out, default_generator(out.device()), 0.0, 1.0);
   return out;
 }

@@ -13,14 +13,6 @@ namespace tandem {
 
 namespace {
 
-// A new tensor made by factory `op` at loc (as factory.cpp's create).
-Tensor create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc) {
-  Device device = resolve_device(options.device(), op);
-  TANDEM_CHECK(!options.pinned_memory() || device.is_cpu(), DeviceError, op,
-               ": only cpu tensors can be pinned, but device is ", device.str());
-  return detail::make_result(sizes, options.dtype(), device, Origin::created(op, loc), options.pinned_memory());
-}
-
 // Whether v converts to dtype d without overflow (c10's checked_convert):
 // integers must land in the integer dtype's range after truncation; floats
 // overflow to inf as in torch; any value converts to bool.
@@ -88,7 +80,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
                  " to ", z, " by ", s, " would have ", size_d, " elements");
     size = static_cast<int64_t>(size_d);
   }
-  Tensor out = create("tandem::arange", {size}, options.dtype(dt), loc);
+  Tensor out = detail::create("tandem::arange", {size}, options.dtype(dt), loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::arange(out, start, step); break;
     case Backend::CUDA: not_implemented_on("arange", out.device(), dt);
@@ -109,7 +101,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   check_not_bool("linspace", "linspace_cpu", dt);
   check_fits("linspace", start, dt);
   check_fits("linspace", end, dt);
-  Tensor out = create("tandem::linspace", {steps}, options.dtype(dt), loc);
+  Tensor out = detail::create("tandem::linspace", {steps}, options.dtype(dt), loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::linspace(out, start, end); break;
     case Backend::CUDA: not_implemented_on("linspace", out.device(), dt);
@@ -122,7 +114,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options, SourceLoc loc) {
   TANDEM_CHECK(n >= 0, ValueError, "n must be greater or equal to 0, got ", n);
   TANDEM_CHECK(m >= 0, ValueError, "m must be greater or equal to 0, got ", m);
-  Tensor out = create("tandem::eye", {n, m}, options, loc);
+  Tensor out = detail::create("tandem::eye", {n, m}, options, loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::eye(out); break;
     case Backend::CUDA: not_implemented_on("eye", out.device(), out.dtype());
@@ -188,7 +180,7 @@ Tensor tensor(const TensorData& data, const TensorOptions& options, SourceLoc lo
     T* p = reinterpret_cast<T*>(host.data());
     for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].to<T>();
   });
-  Tensor out = create("tandem::tensor", shape, options.dtype(dt), loc);
+  Tensor out = detail::create("tandem::tensor", shape, options.dtype(dt), loc);
   copy_bytes(out.data_ptr(), out.device(), host.data(), Device(kCPU), host.size());
   return out;
 }
