@@ -64,7 +64,10 @@ Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 Tensor clamp_min(const Tensor& x, const Scalar& min);
 Tensor clamp_max(const Tensor& x, const Scalar& max);
-// x where mask is false, value where it is true; mask (bool) broadcasts to x.
+// x where mask is false, value where it is true. Out of place, x and the
+// bool mask broadcast together; in place (masked_fill_), mask must broadcast
+// to x. value converts as in torch: truncated for integers, overflow is an
+// error.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
 
 // C++ operators, as libtorch's.
