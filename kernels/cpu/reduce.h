@@ -1,1 +1,33 @@
-// placeholder
+// CPU reduction kernels (sum, mean, prod, amax, amin, logsumexp, norms,
+// var/std, the arg reductions) and softmax / log_softmax. Outputs are
+// allocated by the caller; inputs already have the dtype the op computes in.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/core/tensor.h"
+
+namespace tandem::cpu {
+
+enum class ReduceOp : int8_t { Sum, Mean, Prod, Amax, Amin, LogSumExp, Norm, Var, Std };
+
+struct ReduceParams {
+  double p = 2;            // Norm: the order (inf and -inf allowed)
+  int64_t correction = 1;  // Var, Std: divide by N - correction
+};
+
+// out has in's rank, with size 1 on every reduced dim (the keepdim shape);
+// which dims are reduced is read from that. in may have any strides
+// (transposed, sliced, expanded). out has in's dtype.
+void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams& params = {});
+
+// max(dim) / min(dim) / argmax / argmin over at most one dim of size > 1:
+// values (in's dtype; may be undefined for argmax/argmin) and indices (int64)
+// both have the keepdim shape. The first occurrence wins ties; NaN wins.
+void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in);
+
+// out = softmax or log_softmax of in along dim; in is contiguous, out has
+// its shape and dtype (a floating one).
+void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log);
+
+}  // namespace tandem::cpu

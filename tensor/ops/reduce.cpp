@@ -1,1 +1,307 @@
-// placeholder
+// Front end of the reductions and softmax: dims and dtypes checked and
+// resolved, result shapes (keepdim or not), allocation, and the dispatch to a
+// backend. The Tensor members of the "reductions" block are defined here too.
+#include "tensor/ops/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/reduce.h"
+#include "tensor/core/shape.h"
+#include "tensor/ops/checks.h"
+#include "tensor/ops/dispatch.h"
+#include "tensor/ops/factory.h"
+
+namespace tandem {
+
+namespace {
+
+using cpu::ReduceOp;
+using cpu::ReduceParams;
+
+// PyTorch's ScalarType names, which its error messages quote.
+const char* torch_name(Dtype d) {
+  switch (d) {
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+    case kFloat16: return "Half";
+    case kBFloat16: return "BFloat16";
+    case kInt64: return "Long";
+    case kInt32: return "Int";
+    case kUInt8: return "Byte";
+    case kBool: return "Bool";
+  }
+  return "?";
+}
+
+// The shapes of one reduction: the input's with every reduced dim at size 1
+// (what the kernels see) and the result's (the same with keepdim, else
+// without the reduced dims).
+struct ReduceShape {
+  std::vector<int64_t> dims;  // wrapped, sorted
+  Shape keep, out;
+};
+
+ReduceShape reduce_shape(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op) {
+  ReduceShape r;
+  r.dims = reduction_dims(dims, x.dim(), op);
+  r.keep = x.sizes().vec();
+  for (int64_t d : r.dims) r.keep[d] = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (keepdim || std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end()) r.out.push_back(r.keep[d]);
+  return r;
+}
+
+int64_t reduced_numel(const Tensor& x, const ReduceShape& r) {
+  int64_t n = 1;
+  for (int64_t d : r.dims) n *= x.size(d);
+  return n;
+}
+
+// The contiguous result viewed at the keepdim shape, for the kernels.
+Tensor keepdim_view(const Tensor& out, const ReduceShape& r) {
+  return detail::make_view(out, r.keep, contiguous_strides(r.keep), 0);
+}
+
+// Reductions with no identity (max, min, ...) cannot reduce an empty dim.
+void check_nonzero_reduced(const Tensor& x, const ReduceShape& r, const char* op) {
+  if (x.numel() != 0) return;
+  for (int64_t d : r.dims)
+    TANDEM_CHECK(x.size(d) != 0, IndexError, op, "(): Expected reduction dim ", d,
+                 " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
+}
+
+// in already has the dtype the result takes; origin is the user's input's.
+Tensor reduce_op(ReduceOp op, const char* name, const Tensor& in, const ReduceShape& r, const Origin& origin,
+                 const ReduceParams& params = {}) {
+  Tensor out = detail::make_result(r.out, in.dtype(), in.device(), Origin::computed(name, origin));
+  switch (backend_of(in.device())) {
+    case Backend::CPU: cpu::reduce(op, keepdim_view(out, r), in, params); break;
+    case Backend::CUDA: not_implemented_on(name, in.device(), in.dtype());
+  }
+  return out;
+}
+
+// values may be undefined (argmax, argmin).
+void run_arg_reduce(bool is_max, const char* name, const Tensor& values, const Tensor& indices, const Tensor& in) {
+  switch (backend_of(in.device())) {
+    case Backend::CPU: return cpu::arg_reduce(is_max, values, indices, in);
+    case Backend::CUDA: not_implemented_on(name, in.device(), in.dtype());
+  }
+}
+
+// Integers and bool sum and multiply to int64, as torch.
+Dtype sum_dtype(const Tensor& x, std::optional<Dtype> dtype) {
+  return dtype.value_or(is_integral(x.dtype(), true) ? kInt64 : x.dtype());
+}
+
+void check_mean_dtype(const Tensor& x, std::optional<Dtype> dtype) {
+  if (dtype) {
+    TANDEM_CHECK(is_floating_point(*dtype), DtypeError,
+                 "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex "
+                 "dtype. Got: ", torch_name(*dtype), " (", *dtype, "); pass a floating dtype such as kFloat32");
+  } else {
+    TANDEM_CHECK(x.is_floating_point(), DtypeError,
+                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                 "dtype. Got: ", torch_name(x.dtype()), " (", x.dtype(),
+                 "); pass dtype=kFloat32 or convert the input first, e.g. x.to(kFloat32).mean()");
+  }
+}
+
+Tensor max_min_all(const Tensor& x, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  check_defined(name, {{"self", x}});
+  TANDEM_CHECK(x.numel() > 0, ValueError, name,
+               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+               "the 'dim' argument.");
+  return reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, reduce_shape(x, {}, false, name), x.origin());
+}
+
+std::tuple<Tensor, Tensor> max_min_dim(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  check_defined(name, {{"self", x}});
+  ReduceShape r = reduce_shape(x, {dim}, keepdim, name);
+  check_nonzero_reduced(x, r, name);
+  Tensor values = detail::make_result(r.out, x.dtype(), x.device(), Origin::computed(name, x.origin()));
+  Tensor indices = detail::make_result(r.out, kInt64, x.device(), Origin::computed(name, x.origin()));
+  run_arg_reduce(is_max, name, keepdim_view(values, r), keepdim_view(indices, r), x);
+  return {values, indices};
+}
+
+Tensor amax_amin(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max) {
+  const char* name = is_max ? "amax" : "amin";
+  check_defined(name, {{"self", x}});
+  ReduceShape r = reduce_shape(x, dims, keepdim, name);
+  check_nonzero_reduced(x, r, name);
+  return reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
+}
+
+Tensor argmax_argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool is_max) {
+  const char* name = is_max ? "argmax" : "argmin";
+  check_defined(name, {{"self", x}});
+  if (dim) {
+    ReduceShape r = reduce_shape(x, {*dim}, keepdim, name);
+    check_nonzero_reduced(x, r, name);
+    Tensor indices = detail::make_result(r.out, kInt64, x.device(), Origin::computed(name, x.origin()));
+    run_arg_reduce(is_max, name, Tensor(), keepdim_view(indices, r), x);
+    return indices;
+  }
+  // No dim: the index into the flattened tensor.
+  TANDEM_CHECK(x.numel() > 0, ValueError, name,
+               "(): Expected reduction dim to be specified for input.numel() == 0.");
+  Shape out_shape = keepdim ? Shape(x.dim(), 1) : Shape{};
+  Tensor indices = detail::make_result(out_shape, kInt64, x.device(), Origin::computed(name, x.origin()));
+  run_arg_reduce(is_max, name, Tensor(), detail::make_view(indices, {1}, {1}, 0), x.reshape({-1}));
+  return indices;
+}
+
+Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim, bool take_sqrt) {
+  const char* name = take_sqrt ? "std" : "var";
+  check_defined(name, {{"self", x}});
+  TANDEM_CHECK(x.is_floating_point(), DtypeError, name,
+               "(): std and var only support floating point and complex dtypes, but the input is ", x.dtype(),
+               "; convert it first, e.g. x.to(kFloat32)");
+  ReduceShape r = reduce_shape(x, dims, keepdim, name);
+  ReduceParams params;
+  params.correction = correction;
+  return reduce_op(take_sqrt ? ReduceOp::Std : ReduceOp::Var, name, x, r, x.origin(), params);
+}
+
+Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  check_defined(name, {{"self", x}});
+  Dtype dt = dtype.value_or(x.dtype());
+  TANDEM_CHECK(is_floating_point(dt), DtypeError, name, "(): needs a floating dtype to compute in, but got ", dt,
+               dtype ? " (the dtype argument)" : " (the input's dtype)", "; PyTorch fails with \"", name,
+               "_lastdim_kernel_impl\" not implemented for '", torch_name(dt), "'. Pass dtype=kFloat32, e.g. x.",
+               name, "(", dim, ", kFloat32)");
+  int64_t d = wrap_dim(dim, x.dim(), name);
+  Tensor in = x.to(dt).contiguous();
+  Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
+  switch (backend_of(x.device())) {
+    case Backend::CPU: cpu::softmax(out, in, d, log); break;
+    case Backend::CUDA: not_implemented_on(name, x.device(), dt);
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- sum, mean, prod
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
+  check_defined("sum", {{"self", x}});
+  ReduceShape r = reduce_shape(x, dims, keepdim, "sum");
+  return reduce_op(ReduceOp::Sum, "sum", x.to(sum_dtype(x, dtype)), r, x.origin());
+}
+Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return sum(x, IntArrayRef(), false, dtype); }
+
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
+  check_defined("mean", {{"self", x}});
+  check_mean_dtype(x, dtype);
+  ReduceShape r = reduce_shape(x, dims, keepdim, "mean");
+  return reduce_op(ReduceOp::Mean, "mean", x.to(dtype.value_or(x.dtype())), r, x.origin());
+}
+Tensor mean(const Tensor& x, std::optional<Dtype> dtype) { return mean(x, IntArrayRef(), false, dtype); }
+
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<Dtype> dtype) {
+  check_defined("prod", {{"self", x}});
+  ReduceShape r = reduce_shape(x, {dim}, keepdim, "prod");
+  return reduce_op(ReduceOp::Prod, "prod", x.to(sum_dtype(x, dtype)), r, x.origin());
+}
+Tensor prod(const Tensor& x, std::optional<Dtype> dtype) {
+  check_defined("prod", {{"self", x}});
+  ReduceShape r = reduce_shape(x, {}, false, "prod");
+  return reduce_op(ReduceOp::Prod, "prod", x.to(sum_dtype(x, dtype)), r, x.origin());
+}
+
+// ---------------------------------------------------------------- max, min and friends
+Tensor max(const Tensor& x) { return max_min_all(x, true); }
+Tensor min(const Tensor& x) { return max_min_all(x, false); }
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return max_min_dim(x, dim, keepdim, true);
+}
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return max_min_dim(x, dim, keepdim, false);
+}
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) { return amax_amin(x, dims, keepdim, true); }
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) { return amax_amin(x, dims, keepdim, false); }
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return argmax_argmin(x, dim, keepdim, true);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return argmax_argmin(x, dim, keepdim, false);
+}
+
+// ---------------------------------------------------------------- statistics and norms
+Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  return var_std(x, dims, correction, keepdim, false);
+}
+Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  return var_std(x, dims, correction, keepdim, true);
+}
+
+Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  check_defined("norm", {{"self", x}});
+  TANDEM_CHECK(x.is_floating_point(), DtypeError, "norm(): expected a floating point input, but got ", x.dtype(),
+               " (PyTorch: linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+               torch_name(x.dtype()), "); convert it first, e.g. x.to(kFloat32)");
+  const double order = p.to_double();
+  TANDEM_CHECK(!std::isnan(order), ValueError, "norm(): the order p must be a number, got nan");
+  ReduceShape r = reduce_shape(x, dims, keepdim, "norm");
+  TANDEM_CHECK(!(order < 0 || std::isinf(order)) || reduced_numel(x, r) > 0, ValueError,
+               "norm(): linalg.vector_norm cannot compute the ", p,
+               " norm on an empty tensor because the operation does not have an identity (input shape ",
+               shape_str(x.sizes()), ")");
+  ReduceParams params;
+  params.p = order;
+  return reduce_op(ReduceOp::Norm, "norm", x, r, x.origin(), params);
+}
+
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  check_defined("logsumexp", {{"self", x}});
+  ReduceShape r = reduce_shape(x, dims, keepdim, "logsumexp");
+  Tensor in = is_integral(x.dtype(), true) ? x.to(kFloat32) : x;
+  return reduce_op(ReduceOp::LogSumExp, "logsumexp", in, r, x.origin());
+}
+
+// ---------------------------------------------------------------- softmax
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype) { return softmax_op(x, dim, dtype, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype) { return softmax_op(x, dim, dtype, true); }
+
+// ---------------------------------------------------------------- Tensor members
+Tensor Tensor::sum(std::optional<Dtype> dtype) const { return tandem::sum(*this, dtype); }
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) const {
+  return tandem::sum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::mean(std::optional<Dtype> dtype) const { return tandem::mean(*this, dtype); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) const {
+  return tandem::mean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::prod(std::optional<Dtype> dtype) const { return tandem::prod(*this, dtype); }
+Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<Dtype> dtype) const {
+  return tandem::prod(*this, dim, keepdim, dtype);
+}
+Tensor Tensor::max() const { return tandem::max(*this); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return tandem::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return tandem::min(*this); }
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return tandem::min(*this, dim, keepdim); }
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return tandem::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return tandem::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return tandem::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return tandem::argmin(*this, dim, keepdim); }
+Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  return tandem::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  return tandem::std(*this, dims, correction, keepdim);
+}
+Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
+  return tandem::norm(*this, p, dims, keepdim);
+}
+Tensor Tensor::softmax(int64_t dim, std::optional<Dtype> dtype) const { return tandem::softmax(*this, dim, dtype); }
+Tensor Tensor::log_softmax(int64_t dim, std::optional<Dtype> dtype) const {
+  return tandem::log_softmax(*this, dim, dtype);
+}
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return tandem::logsumexp(*this, dims, keepdim); }
+
+}  // namespace tandem
