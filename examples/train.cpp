@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       }
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("trained logistic regression (%lld examples, %lld features) for %d epochs on %s in %.2f s\n",
+    std::printf("trained logistic regression (%lld examples, %lld features) for %d epochs on %s in %.3f s\n",
                 static_cast<long long>(n), static_cast<long long>(d), epochs, device.str().c_str(), secs);
     return 0;
   } catch (const Error& e) {
