@@ -1,4 +1,4 @@
-// The elementwise operations both backends implement, named once so that
+// The elementwise and reduction operations both backends implement, named once so that
 // the front end dispatches with a value and each backend maps it to a
 // functor in kernels/functors.
 #pragma once
@@ -24,6 +24,13 @@ enum class BinaryOp : int8_t {
 
 struct UnaryParams {
   std::optional<Scalar> a, b;  // PowScalar: a = exponent; Clamp: a = min, b = max
+};
+
+enum class ReduceOp : int8_t { Sum, Mean, Prod, Amax, Amin, LogSumExp, Norm, Var, Std };
+
+struct ReduceParams {
+  double p = 2;            // Norm: the order (inf and -inf allowed)
+  int64_t correction = 1;  // Var, Std: divide by N - correction
 };
 
 const char* op_name(UnaryOp op);

@@ -1031,3 +1031,20 @@ DEVICE_TEST_CASE("large tensors take the parallel path and agree with a serial l
   check_values(mt, e_mt);
   check_equal(tsum, serial);
 }
+
+DEVICE_TEST_CASE("many dims of size 1 do not count against the dims limit", "[elementwise]") {
+  Shape shape(20, 1);
+  shape[3] = 2;
+  shape[17] = 3;
+  Tensor a = test::make({1, 2, 3, 4, 5, 6}, {2, 3}, kFloat32, device).reshape(shape);
+  Tensor b = a + a;
+  CHECK(b.sizes().vec() == shape);
+  check_values(b, {2, 4, 6, 8, 10, 12});
+  // 17 dims of size 2 in reversed memory order: none can merge, one too many.
+  Shape big(17, 2), reversed(17);
+  for (int i = 0; i < 17; ++i) reversed[i] = 16 - i;
+  Tensor x = zeros(big, TensorOptions(kUInt8).device(device)).permute(reversed);
+  CHECK_THROWS_AS(x.contiguous(), ShapeError);
+  CHECK_THROWS_WITH(x.contiguous(),
+                    Catch::Contains("elementwise ops support at most 16 non-mergeable dimensions of size > 1"));
+}

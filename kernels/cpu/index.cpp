@@ -8,8 +8,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <mutex>
 
 #include "kernels/cpu/loops.h"
 #include "kernels/functors/elementwise.h"
@@ -190,26 +188,6 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
     });
   });
   bad.throw_if_found("scatter_add", dim, size);
-}
-
-std::pair<int64_t, int64_t> min_max(const Tensor& t) {
-  auto plan = strided_plan<1>(t.sizes(), {static_cast<char*>(t.data_ptr())}, {byte_strides(t, t.sizes().size())});
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
-  std::mutex mu;
-  parallel_for(0, plan.numel, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    int64_t l = std::numeric_limits<int64_t>::max(), h = std::numeric_limits<int64_t>::min();
-    plan_for_each<1>(plan, b, e, [&](char** ptrs, const int64_t* st, int64_t n) {
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t v = *reinterpret_cast<const int64_t*>(ptrs[0] + k * st[0]);
-        l = std::min(l, v);
-        h = std::max(h, v);
-      }
-    });
-    std::lock_guard<std::mutex> lock(mu);
-    lo = std::min(lo, l);
-    hi = std::max(hi, h);
-  });
-  return {lo, hi};
 }
 
 void one_hot(const Tensor& out, const Tensor& in) {

@@ -17,8 +17,6 @@ void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& in
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
 // out = self with position k along dim taken from self at index[k]. index: (K) or 0-dim, int32 or int64.
 void index_select(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index);
-// (min, max) of a non-empty int64 tensor.
-std::pair<int64_t, int64_t> min_max(const Tensor& t);
 // out: (S..., C) int64 = 1 where the last coordinate equals in (S...), else 0. Values are in [0, C).
 void one_hot(const Tensor& out, const Tensor& in);
 

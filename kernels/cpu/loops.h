@@ -31,8 +31,6 @@ template <int N>
 ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
   const Tensor& out = *ops[0];
   IntArrayRef shape = out.sizes();
-  TANDEM_CHECK(shape.size() <= static_cast<size_t>(kMaxDims), ShapeError, "tensors with more than ", kMaxDims,
-               " dimensions are not supported (got ", shape.size(), ")");
   ElementwisePlan<N> p;
   Shape bstrides[N];
   for (int k = 0; k < N; ++k) {
@@ -55,6 +53,9 @@ ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
     if (merge) {
       sizes_rev[nd - 1] *= shape[i];
     } else {
+      // Only dims that survive dropping and merging count against the limit.
+      TANDEM_CHECK(nd < kMaxDims, ShapeError, "elementwise ops support at most ", kMaxDims,
+                   " non-mergeable dimensions of size > 1 (shape ", shape_str(shape), ")");
       sizes_rev[nd] = shape[i];
       for (int k = 0; k < N; ++k)
         strides_rev[nd][k] = bstrides[k][i] * static_cast<int64_t>(ops[k]->element_size());

@@ -5,16 +5,10 @@
 
 #include <cstdint>
 
+#include "kernels/op_kinds.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::cpu {
-
-enum class ReduceOp : int8_t { Sum, Mean, Prod, Amax, Amin, LogSumExp, Norm, Var, Std };
-
-struct ReduceParams {
-  double p = 2;            // Norm: the order (inf and -inf allowed)
-  int64_t correction = 1;  // Var, Std: divide by N - correction
-};
 
 // out has in's rank, with size 1 on every reduced dim (the keepdim shape);
 // which dims are reduced is read from that. in may have any strides

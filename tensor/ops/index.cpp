@@ -12,6 +12,7 @@
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
+#include "tensor/ops/reduce.h"
 
 namespace tandem {
 
@@ -125,11 +126,8 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
     shape.push_back(num_classes);
     return detail::make_result(shape, kInt64, t.device(), origin);
   }
-  int64_t lo = 0, hi = 0;
-  switch (backend_of(t.device())) {
-    case Backend::CPU: std::tie(lo, hi) = cpu::min_max(t); break;
-    case Backend::CUDA: not_implemented_on("one_hot", t.device(), t.dtype());
-  }
+  // The class values decide the output's shape, so they are read back here.
+  int64_t lo = t.amin().item<int64_t>(), hi = t.amax().item<int64_t>();
   TANDEM_CHECK(lo >= 0, ValueError, "one_hot: Class values must be non-negative. Got a class value of ", lo);
   if (num_classes == -1) num_classes = hi + 1;
   TANDEM_CHECK(num_classes > hi, ValueError,

@@ -16,8 +16,6 @@ namespace tandem {
 
 namespace {
 
-using cpu::ReduceOp;
-using cpu::ReduceParams;
 
 // PyTorch's ScalarType names, which its error messages quote.
 const char* torch_name(Dtype d) {
