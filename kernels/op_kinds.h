@@ -11,15 +11,39 @@
 namespace tandem {
 
 enum class UnaryOp : int8_t {
-  Neg, Abs, Exp, Log, Log1p, Sqrt, Rsqrt, Sin, Cos, Tanh, Sigmoid, Relu, Gelu, GeluTanh, Silu,
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,
+  GeluTanh,
+  Silu,
   PowScalar,  // x ^ param0
   Clamp,      // min(max(x, param0), param1); +-inf mean "no bound"
 };
 
 enum class BinaryOp : int8_t {
-  Add, Sub,  // a +- alpha * b
-  Mul, Div, Pow, Maximum, Minimum,
-  Eq, Ne, Lt, Le, Gt, Ge,  // produce bool
+  Add,
+  Sub,  // a +- alpha * b
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,  // produce bool
 };
 
 struct UnaryParams {
@@ -37,8 +61,8 @@ const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 
 constexpr bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le ||
-         op == BinaryOp::Gt || op == BinaryOp::Ge;
+  return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt ||
+         op == BinaryOp::Ge;
 }
 
 }  // namespace tandem

@@ -18,7 +18,10 @@ Tolerance tolerance(Dtype dtype) {
     case kFloat32: return {1e-5, 1e-6};
     case kFloat16: return {1e-2, 1e-3};
     case kBFloat16: return {2e-2, 1e-2};
-    case kInt64: case kInt32: case kUInt8: case kBool: return {0, 0};
+    case kInt64:
+    case kInt32:
+    case kUInt8:
+    case kBool: return {0, 0};
   }
   return {0, 0};
 }
@@ -32,9 +35,12 @@ void check_values(const Tensor& actual, const std::vector<double>& expected, std
   for (size_t i = 0; i < a.size(); ++i) {
     double e = expected[i], v = a[i];
     bool ok;
-    if (std::isnan(e)) ok = std::isnan(v);
-    else if (std::isinf(e)) ok = v == e;
-    else ok = std::abs(v - e) <= tl.atol + tl.rtol * std::abs(e);
+    if (std::isnan(e))
+      ok = std::isnan(v);
+    else if (std::isinf(e))
+      ok = v == e;
+    else
+      ok = std::abs(v - e) <= tl.atol + tl.rtol * std::abs(e);
     if (!ok) {
       std::ostringstream ss;
       ss.precision(17);

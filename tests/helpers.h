@@ -29,8 +29,7 @@ void check_values(const Tensor& actual, const std::vector<double>& expected,
                   std::optional<Tolerance> tol = std::nullopt);
 
 // A tensor of the given shape filled with the values, of dtype, on device.
-Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = kFloat32,
-            Device device = Device(kCPU));
+Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = kFloat32, Device device = Device(kCPU));
 
 }  // namespace tandem::test
 
@@ -39,12 +38,12 @@ Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = 
 
 // DEVICE_TEST_CASE("name", "[tags]") { ... `device` is in scope ... }
 // The body runs once per device in test::devices(), each in its own section.
-#define DEVICE_TEST_CASE_IMPL(fn, name, tags)                                        \
-  static void fn(const ::tandem::Device& device);                                    \
-  TEST_CASE(name, tags) {                                                            \
-    for (const ::tandem::Device& d : ::tandem::test::devices()) {                    \
-      DYNAMIC_SECTION("on " << d.str()) { fn(d); }                                   \
-    }                                                                                \
-  }                                                                                  \
+#define DEVICE_TEST_CASE_IMPL(fn, name, tags)                     \
+  static void fn(const ::tandem::Device& device);                 \
+  TEST_CASE(name, tags) {                                         \
+    for (const ::tandem::Device& d : ::tandem::test::devices()) { \
+      DYNAMIC_SECTION("on " << d.str()) { fn(d); }                \
+    }                                                             \
+  }                                                               \
   static void fn([[maybe_unused]] const ::tandem::Device& device)
 #define DEVICE_TEST_CASE(name, tags) DEVICE_TEST_CASE_IMPL(TANDEM_CAT(device_test_, __LINE__), name, tags)

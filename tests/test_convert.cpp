@@ -9,10 +9,10 @@
 #include "helpers.h"
 
 using namespace tandem;
+using Catch::Contains;
 using test::check_equal;
 using test::check_values;
 using test::make;
-using Catch::Contains;
 
 namespace {
 
@@ -31,7 +31,8 @@ double converted(double v, Dtype dtype) {
     case kFloat32: return static_cast<float>(v);
     case kFloat16: return static_cast<float>(Half(static_cast<float>(v)));
     case kBFloat16: return static_cast<float>(BFloat16(static_cast<float>(v)));
-    case kInt64: case kInt32: return std::trunc(v);
+    case kInt64:
+    case kInt32: return std::trunc(v);
     case kUInt8: return static_cast<double>(((static_cast<int64_t>(std::trunc(v)) % 256) + 256) % 256);
     case kBool: return v != 0 ? 1 : 0;
   }
@@ -263,8 +264,9 @@ DEVICE_TEST_CASE("item() for every dtype", "[convert][item]") {
   CHECK(a.slice(1, 2).select(0, 1).item<double>() == 6);
   CHECK_THROWS_AS(a.item(), ValueError);
   CHECK_THROWS_WITH(a.item(), "item(): a Tensor with 6 elements cannot be converted to Scalar (shape [2, 3])");
-  CHECK_THROWS_WITH(zeros({0}, device).item(), "item(): a Tensor with 0 elements cannot be converted to Scalar (shape "
-                                               "[0])");
+  CHECK_THROWS_WITH(zeros({0}, device).item(),
+                    "item(): a Tensor with 0 elements cannot be converted to Scalar (shape "
+                    "[0])");
   CHECK_THROWS_WITH(a.item<float>(), Contains("6 elements cannot be converted"));
 }
 
@@ -283,7 +285,8 @@ DEVICE_TEST_CASE("to_vector and cpu()", "[convert]") {
 }
 
 DEVICE_TEST_CASE("origins of created, moved and computed tensors", "[convert][origin]") {
-  Tensor z = zeros({2, 3}, device); const int line = __LINE__;
+  Tensor z = zeros({2, 3}, device);
+  const int line = __LINE__ - 1;  // the line above
   const std::string created = "created by tandem::zeros at " + where_from(line);
   CHECK(z.origin().describe() == created);
   CHECK_THAT(z.origin().describe(), Contains("test_convert.cpp"));
@@ -292,10 +295,11 @@ DEVICE_TEST_CASE("origins of created, moved and computed tensors", "[convert][or
   CHECK(z[0].origin().describe() == created);
   CHECK(z.to(kFloat64).origin().describe() == "computed by to from a tensor " + created);
   // Results of ops say which op, and where the tensor upstream came from.
-  Tensor o = ones({3}, device); const int line_o = __LINE__;
+  Tensor o = ones({3}, device);
+  const int line_o = __LINE__ - 1;  // the line above
   CHECK((z + o).origin().describe() == "computed by add from a tensor " + created);
-  CHECK((o + z).origin().describe() == "computed by add from a tensor created by tandem::ones at " +
-                                           where_from(line_o));
+  CHECK((o + z).origin().describe() ==
+        "computed by add from a tensor created by tandem::ones at " + where_from(line_o));
   CHECK(exp(z * 2).origin().describe() == "computed by exp from a tensor " + created);
   CHECK((2 - z).origin().describe() == "computed by sub from a tensor " + created);
   CHECK((2 / z).origin().describe() == "computed by div from a tensor " + created);
@@ -304,7 +308,8 @@ DEVICE_TEST_CASE("origins of created, moved and computed tensors", "[convert][or
   CHECK(z.clone().origin().describe() == "computed by clone from a tensor " + created);
   CHECK(z.masked_fill(z.eq(0), 1).origin().describe() == "computed by masked_fill from a tensor " + created);
   // .to() another device records the line of the move.
-  Tensor c = z.cpu(); const int line_c = __LINE__;
+  Tensor c = z.cpu();
+  const int line_c = __LINE__ - 1;  // the line above
   if (device.is_cpu()) {
     CHECK(c.origin().describe() == created);
   } else {
@@ -313,7 +318,8 @@ DEVICE_TEST_CASE("origins of created, moved and computed tensors", "[convert][or
   for (int i = 0; i < cuda::device_count(); ++i) {
     Device target(kCUDA, i);
     if (target == device) continue;
-    Tensor m = z.to(target); const int line_m = __LINE__;
+    Tensor m = z.to(target);
+    const int line_m = __LINE__ - 1;  // the line above
     const std::string moved = "moved by .to() at " + where_from(line_m);
     CHECK(m.origin().describe() == moved);
     CHECK((m + 1).origin().describe() == "computed by add from a tensor " + moved);

@@ -52,8 +52,7 @@ TEST_CASE("Dtype sizes, names and promotion", "[core][dtype]") {
   CHECK(promote_types(kInt64, kFloat32) == kFloat32);
   CHECK(promote_types(kFloat64, kBFloat16) == kFloat64);
   for (int i = 0; i < kNumDtypes; ++i)
-    for (int j = 0; j < kNumDtypes; ++j)
-      CHECK(promote_types(Dtype(i), Dtype(j)) == promote_types(Dtype(j), Dtype(i)));
+    for (int j = 0; j < kNumDtypes; ++j) CHECK(promote_types(Dtype(i), Dtype(j)) == promote_types(Dtype(j), Dtype(i)));
 }
 
 static uint16_t half_bits(float f) { return Half(f).x; }
@@ -63,8 +62,8 @@ TEST_CASE("Half converts with round-to-nearest-even", "[core][half]") {
   CHECK(half_bits(1.0f) == 0x3c00);
   CHECK(half_bits(-2.0f) == 0xc000);
   CHECK(half_bits(65504.0f) == 0x7bff);
-  CHECK(half_bits(65519.0f) == 0x7bff);      // below the rounding midpoint to inf
-  CHECK(half_bits(65520.0f) == 0x7c00);      // midpoint rounds to even: inf
+  CHECK(half_bits(65519.0f) == 0x7bff);  // below the rounding midpoint to inf
+  CHECK(half_bits(65520.0f) == 0x7c00);  // midpoint rounds to even: inf
   CHECK(half_bits(1e6f) == 0x7c00);
   CHECK(half_bits(-INFINITY) == 0xfc00);
   CHECK((half_bits(NAN) & 0x7c00) == 0x7c00);
@@ -93,9 +92,9 @@ TEST_CASE("Half converts with round-to-nearest-even", "[core][half]") {
 
 TEST_CASE("BFloat16 converts with round-to-nearest-even", "[core][half]") {
   CHECK(bf16_bits(1.0f) == 0x3f80);
-  CHECK(bf16_bits(1.0f + 0x1p-8f) == 0x3f80);              // tie to even
-  CHECK(bf16_bits(1.0f + 3 * 0x1p-8f) == 0x3f82);          // tie to even, up
-  CHECK(bf16_bits(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);   // above the tie
+  CHECK(bf16_bits(1.0f + 0x1p-8f) == 0x3f80);                     // tie to even
+  CHECK(bf16_bits(1.0f + 3 * 0x1p-8f) == 0x3f82);                 // tie to even, up
+  CHECK(bf16_bits(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);          // above the tie
   CHECK(bf16_bits(std::numeric_limits<float>::max()) == 0x7f80);  // rounds to inf
   CHECK((bf16_bits(NAN) & 0x7f80) == 0x7f80);
   CHECK((bf16_bits(NAN) & 0x007f) != 0);
@@ -139,8 +138,8 @@ TEST_CASE("Allocating on a missing device is a clear error", "[core][cuda]") {
   int n = cuda::device_count();
   if (n == 0) {
     CHECK_THROWS_AS(zeros({2}, Device("cuda")), DeviceError);
-    CHECK_THROWS_WITH(zeros({2}, Device("cuda")), Catch::Contains("CUDA is not available") &&
-                                                       Catch::Contains("TANDEM_EMULATE_CUDA=1"));
+    CHECK_THROWS_WITH(zeros({2}, Device("cuda")),
+                      Catch::Contains("CUDA is not available") && Catch::Contains("TANDEM_EMULATE_CUDA=1"));
   }
   std::string bad = "cuda:" + std::to_string(n);
   CHECK_THROWS_AS(zeros({2}, Device(bad)), DeviceError);

@@ -10,9 +10,9 @@
 #include "tensor/ops/runtime.h"
 
 using namespace tandem;
-using test::check_values;
 using Catch::Contains;
 using Catch::StartsWith;
+using test::check_values;
 
 namespace {
 
@@ -38,8 +38,8 @@ std::vector<size_t> emulated_bytes() {
 
 struct Case {
   const char* op;
-  const char* first_arg;  // the argument the devices are compared against
-  const char* bad_arg;    // the first argument on another device
+  const char* first_arg;                                   // the argument the devices are compared against
+  const char* bad_arg;                                     // the first argument on another device
   std::function<void(const Tensor&, const Tensor&)> call;  // call(first, bad)
 };
 
@@ -56,14 +56,25 @@ std::vector<Case> cases() {
       {"eq", "self", "other", [](const Tensor& a, const Tensor& b) { (void)(a == b); }},
       {"lt", "self", "other", [](const Tensor& a, const Tensor& b) { (void)a.lt(b); }},
       {"ge", "self", "other", [](const Tensor& a, const Tensor& b) { (void)(a >= b); }},
-      {"add", "self", "other", [](const Tensor& a, const Tensor& b) { Tensor x = a; x.add_(b); }},
-      {"mul", "self", "other", [](const Tensor& a, const Tensor& b) { Tensor x = a; x *= b; }},
+      {"add", "self", "other",
+       [](const Tensor& a, const Tensor& b) {
+         Tensor x = a;
+         x.add_(b);
+       }},
+      {"mul", "self", "other",
+       [](const Tensor& a, const Tensor& b) {
+         Tensor x = a;
+         x *= b;
+       }},
       {"where", "condition", "input", [](const Tensor& a, const Tensor& b) { (void)where(a.gt(0), b, b); }},
       {"where", "condition", "input", [](const Tensor& a, const Tensor& b) { (void)where(a.gt(0), b, 1.0); }},
       {"where", "condition", "other", [](const Tensor& a, const Tensor& b) { (void)where(a.gt(0), 1.0, b); }},
       {"masked_fill", "self", "mask", [](const Tensor& a, const Tensor& b) { (void)a.masked_fill(b.gt(0), 1); }},
       {"masked_fill_", "self", "mask",
-       [](const Tensor& a, const Tensor& b) { Tensor x = a; x.masked_fill_(b.gt(0), 1); }},
+       [](const Tensor& a, const Tensor& b) {
+         Tensor x = a;
+         x.masked_fill_(b.gt(0), 1);
+       }},
   };
 }
 
@@ -79,8 +90,8 @@ void check_rule(const Tensor& first, int first_line, const char* first_factory, 
     std::vector<size_t> before = emulated_bytes();
     std::string msg = device_error([&]() { c.call(first, bad); });
     REQUIRE_FALSE(msg.empty());
-    CHECK_THAT(msg, StartsWith("Expected all tensors to be on the same device, but found at least two devices, " +
-                               d0 + " and " + d1 + "! (when checking argument '" + c.bad_arg + "' of " + c.op + ")"));
+    CHECK_THAT(msg, StartsWith("Expected all tensors to be on the same device, but found at least two devices, " + d0 +
+                               " and " + d1 + "! (when checking argument '" + c.bad_arg + "' of " + c.op + ")"));
     // Each origin: "created by tandem::ones at <this file>:<line>", or for a
     // mask or condition computed here "computed by gt from a tensor created by ...".
     CHECK_THAT(msg, Contains("\n  " + std::string(c.first_arg) + " is on " + d0 + ": "));
@@ -107,8 +118,10 @@ TEST_CASE("ops refuse a cuda tensor with a cpu tensor", "[device_rule]") {
     CHECK(test::devices().size() == 1);
     return;
   }
-  Tensor g = full({2, 3}, 1.5, Device("cuda:0")); const int g_line = __LINE__;
-  Tensor c = ones({2, 3}); const int c_line = __LINE__;
+  Tensor g = full({2, 3}, 1.5, Device("cuda:0"));
+  const int g_line = __LINE__ - 1;  // the line above
+  Tensor c = ones({2, 3});
+  const int c_line = __LINE__ - 1;  // the line above
   check_rule(g, g_line, "tandem::full", c, c_line, "tandem::ones");
   // The first-named device is the first argument's.
   check_rule(c, c_line, "tandem::ones", g, g_line, "tandem::full");
@@ -119,29 +132,40 @@ TEST_CASE("ops refuse tensors on two cuda devices", "[device_rule]") {
     CHECK(cuda::device_count() == static_cast<int>(test::devices().size()) - 1);
     return;
   }
-  Tensor g0 = ones({3}, Device("cuda:0")); const int g0_line = __LINE__;
-  Tensor g1 = zeros({3}, Device("cuda:1")); const int g1_line = __LINE__;
+  Tensor g0 = ones({3}, Device("cuda:0"));
+  const int g0_line = __LINE__ - 1;  // the line above
+  Tensor g1 = zeros({3}, Device("cuda:1"));
+  const int g1_line = __LINE__ - 1;  // the line above
   check_rule(g0, g0_line, "tandem::ones", g1, g1_line, "tandem::zeros");
   check_rule(g1, g1_line, "tandem::zeros", g0, g0_line, "tandem::ones");
 }
 
 TEST_CASE("the device error, word for word", "[device_rule]") {
   if (cuda::device_count() == 0) return;
-  Tensor a = zeros({2}, Device("cuda")); const int a_line = __LINE__;
-  Tensor b = zeros({2}); const int b_line = __LINE__;
+  Tensor a = zeros({2}, Device("cuda"));
+  const int a_line = __LINE__ - 1;  // the line above
+  Tensor b = zeros({2});
+  const int b_line = __LINE__ - 1;  // the line above
   CHECK_THROWS_AS(a + b, DeviceError);
-  CHECK_THROWS_WITH(a + b, "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
-                           "and cpu! (when checking argument 'other' of add)\n"
-                           "  self is on cuda:0: created by tandem::zeros at " + where_from(a_line) + "\n"
-                           "  other is on cpu: created by tandem::zeros at " + where_from(b_line) + "\n"
-                           "Tandem never moves tensors between devices by itself. Move one of them first, e.g. "
-                           "other = other.to(self.device()), or create both on the same device (for a model, call "
-                           "model->to(device) and move each batch with .to(device)).");
+  CHECK_THROWS_WITH(a + b,
+                    "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+                    "and cpu! (when checking argument 'other' of add)\n"
+                    "  self is on cuda:0: created by tandem::zeros at " +
+                        where_from(a_line) +
+                        "\n"
+                        "  other is on cpu: created by tandem::zeros at " +
+                        where_from(b_line) +
+                        "\n"
+                        "Tandem never moves tensors between devices by itself. Move one of them first, e.g. "
+                        "other = other.to(self.device()), or create both on the same device (for a model, call "
+                        "model->to(device) and move each batch with .to(device)).");
   // A moved or computed tensor is described by where it was moved, or what it came from.
-  Tensor m = b.to(Device("cuda:0")).to(Device("cpu")); const int m_line = __LINE__;
+  Tensor m = b.to(Device("cuda:0")).to(Device("cpu"));
+  const int m_line = __LINE__ - 1;  // the line above
   CHECK_THROWS_WITH(a * m, Contains("  other is on cpu: moved by .to() at " + where_from(m_line)));
   CHECK_THROWS_WITH(exp(a) - b, Contains("  self is on cuda:0: computed by exp from a tensor created by "
-                                         "tandem::zeros at " + where_from(a_line)));
+                                         "tandem::zeros at " +
+                                         where_from(a_line)));
   // Scalars go where the tensor is: no error.
   check_values(a + 1, {1, 1});
   check_values(2 - a, {2, 2});
@@ -166,17 +190,17 @@ TEST_CASE("asking for cuda without a device is a clear error", "[device_rule]") 
     CHECK_THROWS_AS(zeros({2}, Device("cuda")), DeviceError);
     CHECK_THROWS_WITH(zeros({2}, Device("cuda")),
                       StartsWith("tandem::zeros: cannot use device 'cuda': CUDA is not available (") && Contains(tail));
-    CHECK_THROWS_WITH(ones({2}, Device("cuda:0")),
-                      StartsWith("tandem::ones: cannot use device 'cuda:0': CUDA is not available (") &&
-                          Contains(tail));
+    CHECK_THROWS_WITH(
+        ones({2}, Device("cuda:0")),
+        StartsWith("tandem::ones: cannot use device 'cuda:0': CUDA is not available (") && Contains(tail));
     CHECK_THROWS_WITH(full({2}, 1, Device("cuda:1")), StartsWith("tandem::full: cannot use device 'cuda:1'"));
     CHECK_THROWS_WITH(zeros({2}).to(Device("cuda")), StartsWith("to: cannot use device 'cuda': CUDA is not available"));
     CHECK_THROWS_WITH(zeros({2}).cuda(), StartsWith("to: cannot use device 'cuda': CUDA is not available"));
   } else {
     std::string bad = "cuda:" + std::to_string(n);
-    std::string count = n == 1 ? "there is 1 CUDA device (cuda:0 to cuda:0)"
-                               : "there are " + std::to_string(n) + " CUDA devices (cuda:0 to cuda:" +
-                                     std::to_string(n - 1) + ")";
+    std::string count =
+        n == 1 ? "there is 1 CUDA device (cuda:0 to cuda:0)"
+               : "there are " + std::to_string(n) + " CUDA devices (cuda:0 to cuda:" + std::to_string(n - 1) + ")";
     CHECK_THROWS_AS(zeros({2}, Device(bad)), DeviceError);
     CHECK_THROWS_WITH(zeros({2}, Device(bad)), "tandem::zeros: invalid device '" + bad + "': " + count);
     CHECK_THROWS_WITH(zeros({2}).to(Device(bad)), "to: invalid device '" + bad + "': " + count);

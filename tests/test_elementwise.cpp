@@ -11,11 +11,11 @@
 #include "tensor/core/shape.h"
 
 using namespace tandem;
+using Catch::Contains;
 using test::check_close;
 using test::check_equal;
 using test::check_values;
 using test::make;
-using Catch::Contains;
 
 namespace {
 
@@ -90,7 +90,9 @@ std::vector<UnaryCase> unary_cases() {
       {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::fabs(x); }, kAny},
       {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, kAny},
       {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, kPositive},
-      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double x) { return std::log1p(x); },
+      {"log1p",
+       [](const Tensor& x) { return log1p(x); },
+       [](double x) { return std::log1p(x); },
        {-0.9, -0.3, 0.0, 1e-4, 0.7, 1.5, 3.0, 7.5}},
       {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, kPositive},
       {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1.0 / std::sqrt(x); }, kPositive},
@@ -107,8 +109,7 @@ std::vector<UnaryCase> unary_cases() {
       {"pow 3", [](const Tensor& x) { return pow(x, 3); }, [](double x) { return x * x * x; }, kAny},
       {"pow -1", [](const Tensor& x) { return pow(x, -1); }, [](double x) { return 1 / x; }, kNonZero},
       {"pow -2.0", [](const Tensor& x) { return x.pow(-2.0); }, [](double x) { return 1 / (x * x); }, kNonZero},
-      {"pow 1.5", [](const Tensor& x) { return x.pow(1.5); }, [](double x) { return std::pow(x, 1.5); },
-       kPositive},
+      {"pow 1.5", [](const Tensor& x) { return x.pow(1.5); }, [](double x) { return std::pow(x, 1.5); }, kPositive},
       {"pow 0", [](const Tensor& x) { return pow(x, 0); }, [](double) { return 1.0; }, kAny},
   };
 }
@@ -198,8 +199,9 @@ DEVICE_TEST_CASE("neg, abs and relu keep integer dtypes", "[elementwise][unary]"
 DEVICE_TEST_CASE("unary ops reject bool where PyTorch does", "[elementwise][unary][errors]") {
   Tensor b = make({1, 0}, {2}, kBool, device);
   CHECK_THROWS_AS(neg(b), DtypeError);
-  CHECK_THROWS_WITH(neg(b), "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                            "invert a mask, use logical_not() or x.eq(false) instead");
+  CHECK_THROWS_WITH(neg(b),
+                    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                    "invert a mask, use logical_not() or x.eq(false) instead");
   CHECK_THROWS_WITH(-b, Contains("Negation, the `-` operator, on a bool tensor"));
   CHECK_THROWS_AS(abs(b), DtypeError);
   CHECK_THROWS_WITH(abs(b), "abs: bool inputs are not supported; convert with .to(kInt64) or .to(kFloat32) first");
@@ -406,8 +408,9 @@ DEVICE_TEST_CASE("add and sub check alpha as PyTorch", "[elementwise][binary][er
   check_values(add(f, 1, 2.5), {3.5, 4.5});
   check_values(sub(i, i, -3), {4, 8});
   CHECK_THROWS_AS(add(i, i, 2.5), DtypeError);
-  CHECK_THROWS_WITH(add(i, i, 2.5), "add: for integral input tensors, argument alpha must not be a floating point "
-                                    "number (got alpha = 2.5, result dtype int64)");
+  CHECK_THROWS_WITH(add(i, i, 2.5),
+                    "add: for integral input tensors, argument alpha must not be a floating point "
+                    "number (got alpha = 2.5, result dtype int64)");
   CHECK_THROWS_WITH(sub(i, 1, 0.5), Contains("sub: for integral input tensors, argument alpha must not be"));
   Tensor j = i.clone();
   CHECK_THROWS_WITH(j.add_(1, 2.5), Contains("add: for integral input tensors"));
@@ -476,10 +479,12 @@ DEVICE_TEST_CASE("scalar operands on either side", "[elementwise][binary][scalar
   check_values(i.ge(4), {0, 0, 1});
   // Bool operands of subtraction are refused on either side.
   Tensor b = make({1, 0}, {2}, kBool, device);
-  const char* one_bool = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
-                         "invert a mask, use logical_not() instead";
-  const char* two_bools = "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                          "logical_xor() operator instead";
+  const char* one_bool =
+      "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+      "invert a mask, use logical_not() instead";
+  const char* two_bools =
+      "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+      "logical_xor() operator instead";
   CHECK_THROWS_AS(1 - b, DtypeError);
   CHECK_THROWS_WITH(1 - b, one_bool);
   CHECK_THROWS_WITH(b - 1, one_bool);
@@ -524,7 +529,7 @@ DEVICE_TEST_CASE("non-contiguous and expanded inputs", "[elementwise][binary]") 
   for (Dtype dt : {kFloat32, kFloat64, kFloat16, kInt64}) {
     INFO(dt);
     Tensor base = make(vals, {3, 4}, dt, device);
-    Tensor t = base.t();                        // (4, 3), strides (1, 4)
+    Tensor t = base.t();                           // (4, 3), strides (1, 4)
     Tensor s = base.slice(1, 0, std::nullopt, 2);  // (3, 2), strides (4, 2)
     Tensor col = make({1, 2, 3}, {3, 1}, dt, device).expand({3, 4});
     REQUIRE_FALSE(t.is_contiguous());
@@ -726,9 +731,10 @@ DEVICE_TEST_CASE("in-place shape and overlap errors", "[elementwise][inplace][er
   CHECK_THROWS_WITH(a.add_(zeros({4}, device)),
                     Contains("add: the size of tensor a (3) must match the size of tensor b (4)"));
   Tensor e = zeros({3, 1}, device).expand({3, 3});
-  const char* expanded = "unsupported operation: more than one element of the written-to tensor refers to a single "
-                         "memory location (it is an expanded view, shape [3, 3]). Call .clone() on it before writing "
-                         "in place";
+  const char* expanded =
+      "unsupported operation: more than one element of the written-to tensor refers to a single "
+      "memory location (it is an expanded view, shape [3, 3]). Call .clone() on it before writing "
+      "in place";
   CHECK_THROWS_AS(e.add_(1), ValueError);
   CHECK_THROWS_WITH(e.add_(1), std::string("add: ") + expanded);
   CHECK_THROWS_WITH(e.mul_(ones({3, 3}, device)), std::string("mul: ") + expanded);
@@ -918,8 +924,9 @@ DEVICE_TEST_CASE("masked_fill", "[elementwise][masked_fill]") {
                     "dimension 1 (shapes [2, 3] and [2] cannot be broadcast together)");
   Tensor z = make({1, 2, 3}, {3}, kFloat32, device);
   CHECK_THROWS_AS(z.masked_fill_(big, 0), ShapeError);
-  CHECK_THROWS_WITH(z.masked_fill_(big, 0), "masked_fill_: mask of shape [2, 3] cannot be broadcast to the input's "
-                                            "shape [3]");
+  CHECK_THROWS_WITH(z.masked_fill_(big, 0),
+                    "masked_fill_: mask of shape [2, 3] cannot be broadcast to the input's "
+                    "shape [3]");
   CHECK_THROWS_AS(make({1}, {1}, kUInt8, device).masked_fill(make({1}, {1}, kBool, device), 300), ValueError);
   CHECK_THROWS_WITH(make({1}, {1}, kUInt8, device).masked_fill(make({1}, {1}, kBool, device), 300),
                     "masked_fill: value 300 cannot be converted to type uint8 without overflow");
@@ -970,8 +977,9 @@ DEVICE_TEST_CASE("fill_ and zero_", "[elementwise][fill]") {
   CHECK_THROWS_WITH(filled(kInt64, kNaN), "fill_: value nan cannot be converted to type int64 without overflow");
   CHECK_THROWS_WITH(filled(kInt32, kInf), "fill_: value inf cannot be converted to type int32 without overflow");
   CHECK_THROWS_WITH(filled(kFloat16, 65519.0), Contains("cannot be converted to type float16 without overflow"));
-  CHECK_THROWS_WITH(filled(kFloat16, 100000), "fill_: value 100000 cannot be converted to type float16 without "
-                                              "overflow");
+  CHECK_THROWS_WITH(filled(kFloat16, 100000),
+                    "fill_: value 100000 cannot be converted to type float16 without "
+                    "overflow");
   CHECK_THROWS_WITH(filled(kBFloat16, 1e300), Contains("to type bfloat16 without overflow"));
   CHECK_THROWS_WITH(filled(kFloat32, 1e300), Contains("to type float32 without overflow"));
   CHECK_THROWS_WITH(full({2}, 300, TensorOptions(kUInt8).device(device)), Contains("to type uint8 without overflow"));

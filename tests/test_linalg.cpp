@@ -32,8 +32,8 @@ std::vector<double> ints(int64_t n, int64_t lo, int64_t step) {
 }
 
 // Naive float64 reference: a (B, M, K) @ b (B, K, N), values in row-major order.
-std::vector<double> ref_bmm(const std::vector<double>& a, const std::vector<double>& b, int64_t B, int64_t M,
-                            int64_t K, int64_t N) {
+std::vector<double> ref_bmm(const std::vector<double>& a, const std::vector<double>& b, int64_t B, int64_t M, int64_t K,
+                            int64_t N) {
   std::vector<double> c(static_cast<size_t>(B * M * N), 0.0);
   for (int64_t p = 0; p < B; ++p)
     for (int64_t i = 0; i < M; ++i)
@@ -182,7 +182,7 @@ DEVICE_TEST_CASE("matmul N-D x 2-D folds the batch; 2-D x N-D broadcasts the mat
     check_values(r, {4, 5, 10, 11, 16, 17, 22, 23}, test::Tolerance{0, 0});
     // (2, 3) @ (2, 3, 2): the same (2, 3) matrix times each of a's transposes
     Tensor m = make({1, 0, 0, 0, 1, 1}, {2, 3}, dt, device);  // rows: y0, y1 + y2
-    Tensor at = a.transpose(1, 2);                             // (2, 3, 2)
+    Tensor at = a.transpose(1, 2);                            // (2, 3, 2)
     Tensor l = matmul(m, at);
     CHECK(l.sizes().vec() == Shape{2, 2, 2});
     check_values(l, {1, 4, 5, 11, 7, 10, 17, 23}, test::Tolerance{0, 0});
@@ -328,7 +328,7 @@ DEVICE_TEST_CASE("bmm and matmul with expanded and permuted batches", "[linalg]"
     Tensor b = values_tensor(dt, {5, 4, 2}, 2, device);
     Tensor a1 = values_tensor(dt, {3, 4}, 3, device).expand({5, 3, 4});  // batch stride 0
     Tensor b1 = values_tensor(dt, {4, 2}, 4, device).expand({5, 4, 2});
-    Tensor ap = values_tensor(dt, {3, 5, 4}, 5, device).transpose(0, 1);  // batches do not stack into rows
+    Tensor ap = values_tensor(dt, {3, 5, 4}, 5, device).transpose(0, 1);     // batches do not stack into rows
     Tensor bp = values_tensor(dt, {2, 5, 4}, 6, device).permute({1, 2, 0});  // (5, 4, 2), column-major
     const std::pair<Tensor, Tensor> pairs[] = {{a, b},  {a1, b},  {a, b1}, {a1, b1},
                                                {ap, b}, {ap, b1}, {a, bp}, {ap, bp}};
@@ -443,8 +443,9 @@ DEVICE_TEST_CASE("mm errors", "[linalg][errors]") {
   CHECK_THROWS_WITH(a.mm(b), "mat1 and mat2 shapes cannot be multiplied (32x10 and 20x64)");
   Tensor t3 = make(wave(24, 3), {2, 3, 4}, kFloat32, device);
   CHECK_THROWS_AS(mm(t3, b), ShapeError);
-  CHECK_THROWS_WITH(mm(t3, b), "self must be a matrix, but got a 3-D tensor of shape [2, 3, 4] (mm takes two 2-D "
-                               "tensors; use matmul for other ranks)");
+  CHECK_THROWS_WITH(mm(t3, b),
+                    "self must be a matrix, but got a 3-D tensor of shape [2, 3, 4] (mm takes two 2-D "
+                    "tensors; use matmul for other ranks)");
   CHECK_THROWS_WITH(mm(a, make({1, 2}, {2}, kFloat32, device)),
                     Catch::StartsWith("mat2 must be a matrix, but got a 1-D tensor of shape [2]"));
   CHECK_THROWS_WITH(mm(a, a.to(kFloat64)),
@@ -466,8 +467,9 @@ DEVICE_TEST_CASE("bmm errors", "[linalg][errors]") {
                     "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [3, 4].");
   CHECK_THROWS_WITH(bmm(a, make(wave(30, 2), {2, 5, 3}, kFloat32, device)),
                     "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].");
-  CHECK_THROWS_WITH(bmm(a[0], b), "batch1 must be a 3D tensor, but got a 2-D tensor of shape [3, 4] (bmm takes "
-                                  "(B, M, K) and (B, K, N) tensors; use matmul for other ranks)");
+  CHECK_THROWS_WITH(bmm(a[0], b),
+                    "batch1 must be a 3D tensor, but got a 2-D tensor of shape [3, 4] (bmm takes "
+                    "(B, M, K) and (B, K, N) tensors; use matmul for other ranks)");
   CHECK_THROWS_WITH(a.bmm(b.unsqueeze(0)), Catch::StartsWith("batch2 must be a 3D tensor, but got a 4-D tensor"));
   CHECK_THROWS_AS(bmm(a, a.to(kInt64)), DtypeError);
   CHECK_THROWS_WITH(bmm(a.to(kInt64), a.to(kInt32)),
@@ -481,8 +483,9 @@ DEVICE_TEST_CASE("matmul errors", "[linalg][errors]") {
   CHECK_THROWS_WITH(matmul(t({}), t({2, 2})),
                     "both arguments to matmul need to be at least 1D, but they are 0D and 2D");
   CHECK_THROWS_WITH(matmul(t({3}), t({})), "both arguments to matmul need to be at least 1D, but they are 1D and 0D");
-  CHECK_THROWS_WITH(matmul(t({3}), t({4})), "inconsistent tensor size, expected tensor [3] and src [4] to have the "
-                                            "same number of elements, but got 3 and 4 elements respectively");
+  CHECK_THROWS_WITH(matmul(t({3}), t({4})),
+                    "inconsistent tensor size, expected tensor [3] and src [4] to have the "
+                    "same number of elements, but got 3 and 4 elements respectively");
   CHECK_THROWS_WITH(matmul(t({2, 3}), t({4})), "size mismatch, got input (2), mat (2x3), vec (4)");
   CHECK_THROWS_WITH(matmul(t({2, 3, 4}), t({5})), "size mismatch, got input (6), mat (6x4), vec (5)");
   CHECK_THROWS_WITH(matmul(t({4}), t({3, 2})), "mat1 and mat2 shapes cannot be multiplied (1x4 and 3x2)");

@@ -408,9 +408,12 @@ DEVICE_TEST_CASE("rand_like and randn_like take shape, dtype and device from the
 }
 
 DEVICE_TEST_CASE("Random factories record where they were called", "[random]") {
-  Tensor a = rand({2}, device); const uint32_t line_a = __LINE__;
-  Tensor b = randn({2}, device); const uint32_t line_b = __LINE__;
-  Tensor c = randint(3, {2}, device); const uint32_t line_c = __LINE__;
+  Tensor a = rand({2}, device);
+  const uint32_t line_a = __LINE__ - 1;  // the line above
+  Tensor b = randn({2}, device);
+  const uint32_t line_b = __LINE__ - 1;  // the line above
+  Tensor c = randint(3, {2}, device);
+  const uint32_t line_c = __LINE__ - 1;  // the line above
   CHECK(std::string(a.origin().op) == "tandem::rand");
   CHECK(std::string(b.origin().op) == "tandem::randn");
   CHECK(std::string(c.origin().op) == "tandem::randint");
@@ -446,8 +449,10 @@ DEVICE_TEST_CASE("uniform_, normal_ and random_ fill in place, views included", 
   random_(every_other, 7, 9);
   std::vector<int64_t> iv = ints.to_vector<int64_t>();
   for (size_t k = 0; k < iv.size(); ++k) {
-    if (k % 2) CHECK(iv[k] == 0);
-    else CHECK((iv[k] == 7 || iv[k] == 8));
+    if (k % 2)
+      CHECK(iv[k] == 0);
+    else
+      CHECK((iv[k] == 7 || iv[k] == 8));
   }
 
   Generator g(5);

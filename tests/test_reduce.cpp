@@ -162,14 +162,12 @@ DEVICE_TEST_CASE("long float32 sums are accurate on every path", "[reduce][sum][
     // rows, one long fold split across threads
     check_values(full({3, 1000000}, 0.1, f32).sum({1}), std::vector<double>(3, 1e6 * tenth), test::Tolerance{1e-6, 0});
     // columns, few of them: row bands across threads
-    check_values(full({1000000, 3}, 0.1, f32).sum({0}), std::vector<double>(3, 1e6 * tenth),
-                 test::Tolerance{1e-6, 0});
+    check_values(full({1000000, 3}, 0.1, f32).sum({0}), std::vector<double>(3, 1e6 * tenth), test::Tolerance{1e-6, 0});
     // columns, many of them, over several outer outputs
     check_values(full({2, 20000, 100}, 0.1, f32).sum({1}), std::vector<double>(200, 2e4 * tenth),
                  test::Tolerance{1e-6, 0});
     // many short rows
-    check_values(full({30000, 7}, 0.1, f32).sum({1}), std::vector<double>(30000, 7 * tenth),
-                 test::Tolerance{1e-6, 0});
+    check_values(full({30000, 7}, 0.1, f32).sum({1}), std::vector<double>(30000, 7 * tenth), test::Tolerance{1e-6, 0});
     // a strided inner run (reduced dim 0 of a transposed tensor)
     check_values(full({300, 2000}, 0.1, f32).t().sum({1}), std::vector<double>(2000, 300 * tenth),
                  test::Tolerance{1e-6, 0});
@@ -412,8 +410,9 @@ DEVICE_TEST_CASE("arg reductions across threads keep the first occurrence", "[re
 DEVICE_TEST_CASE("max, min and arg errors", "[reduce][max][errors]") {
   Tensor e = zeros({0}, TensorOptions(kFloat32).device(device));
   CHECK_THROWS_AS(e.max(), ValueError);
-  CHECK_THROWS_WITH(e.max(), "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                             "reduction dim with the 'dim' argument.");
+  CHECK_THROWS_WITH(e.max(),
+                    "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                    "reduction dim with the 'dim' argument.");
   CHECK_THROWS_WITH(e.min(), Catch::StartsWith("min(): Expected reduction dim to be specified"));
   Tensor e2 = zeros({0, 3}, TensorOptions(kFloat32).device(device));
   CHECK_THROWS_AS(e2.max(0), IndexError);
@@ -486,8 +485,9 @@ DEVICE_TEST_CASE("var is stable for large offsets and long inputs", "[reduce][va
 DEVICE_TEST_CASE("var and std errors", "[reduce][var][errors]") {
   Tensor i = make({1, 2}, {2}, kInt64, device);
   CHECK_THROWS_AS(i.var(), DtypeError);
-  CHECK_THROWS_WITH(i.var(), "var(): std and var only support floating point and complex dtypes, but the input is "
-                             "int64; convert it first, e.g. x.to(kFloat32)");
+  CHECK_THROWS_WITH(i.var(),
+                    "var(): std and var only support floating point and complex dtypes, but the input is "
+                    "int64; convert it first, e.g. x.to(kFloat32)");
   CHECK_THROWS_WITH(make({1}, {1}, kBool, device).std(), Catch::StartsWith("std(): std and var only support"));
   CHECK_THROWS_WITH(make({1, 2}, {2}, kFloat32, device).var({1}),
                     "var: dimension out of range (expected to be in range of [-1, 0], but got 1)");
@@ -506,8 +506,8 @@ DEVICE_TEST_CASE("vector norms of every order", "[reduce][norm]") {
     check_values(x.norm(0, {1}), {2, 3});
     check_values(x.norm(3, {-1}, true), {std::cbrt(91.0), std::cbrt(17.0)});
     CHECK(shape(x.norm(3, {-1}, true)) == Shape{2, 1});
-    check_values(x.norm(0.5, {0}), {std::pow(std::sqrt(3.0) + 1, 2), std::pow(2 + std::sqrt(2.0), 2),
-                                    std::pow(std::sqrt(2.0), 2)});
+    check_values(x.norm(0.5, {0}),
+                 {std::pow(std::sqrt(3.0) + 1, 2), std::pow(2 + std::sqrt(2.0), 2), std::pow(std::sqrt(2.0), 2)});
     check_values(norm(x.t(), 2, {0}), {5, 3});
     CHECK(x.norm().dtype() == dt);
   }
@@ -632,9 +632,10 @@ DEVICE_TEST_CASE("softmax edge cases: infinities, NaN, 0-dim, empty, dtype", "[r
 DEVICE_TEST_CASE("softmax errors", "[reduce][softmax][errors]") {
   Tensor i = make({1, 2}, {2}, kInt64, device);
   CHECK_THROWS_AS(i.softmax(0), DtypeError);
-  CHECK_THROWS_WITH(i.softmax(0), "softmax(): needs a floating dtype to compute in, but got int64 (the input's "
-                                  "dtype); PyTorch fails with \"softmax_lastdim_kernel_impl\" not implemented for "
-                                  "'Long'. Pass dtype=kFloat32, e.g. x.softmax(0, kFloat32)");
+  CHECK_THROWS_WITH(i.softmax(0),
+                    "softmax(): needs a floating dtype to compute in, but got int64 (the input's "
+                    "dtype); PyTorch fails with \"softmax_lastdim_kernel_impl\" not implemented for "
+                    "'Long'. Pass dtype=kFloat32, e.g. x.softmax(0, kFloat32)");
   CHECK_THROWS_WITH(make({1}, {1}, kFloat32, device).log_softmax(-1, kInt32),
                     Catch::StartsWith("log_softmax(): needs a floating dtype to compute in, but got int32 (the dtype "
                                       "argument)"));

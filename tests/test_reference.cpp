@@ -21,9 +21,9 @@ struct Case {
 };
 
 Dtype parse_dtype(const std::string& s) {
-  static const std::map<std::string, Dtype> m = {
-      {"float32", kFloat32}, {"float64", kFloat64}, {"float16", kFloat16}, {"bfloat16", kBFloat16},
-      {"int64", kInt64},     {"int32", kInt32},     {"uint8", kUInt8},     {"bool", kBool}};
+  static const std::map<std::string, Dtype> m = {{"float32", kFloat32},   {"float64", kFloat64}, {"float16", kFloat16},
+                                                 {"bfloat16", kBFloat16}, {"int64", kInt64},     {"int32", kInt32},
+                                                 {"uint8", kUInt8},       {"bool", kBool}};
   auto it = m.find(s);
   if (it == m.end()) throw std::runtime_error("reference.txt: unknown dtype " + s);
   return it->second;
@@ -195,7 +195,9 @@ std::map<std::string, Fn> ops() {
     return std::vector<Tensor>{x[0].prod(int_attr(c, "dim"))};
   };
   m["matmul"] = [](const Case&, const std::vector<Tensor>& x) { return std::vector<Tensor>{matmul(x[0], x[1])}; };
-  m["cat"] = [](const Case& c, const std::vector<Tensor>& x) { return std::vector<Tensor>{cat(x, int_attr(c, "dim"))}; };
+  m["cat"] = [](const Case& c, const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{cat(x, int_attr(c, "dim"))};
+  };
   m["stack"] = [](const Case& c, const std::vector<Tensor>& x) {
     return std::vector<Tensor>{stack(x, int_attr(c, "dim"))};
   };

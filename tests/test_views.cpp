@@ -4,9 +4,9 @@
 #include "helpers.h"
 
 using namespace tandem;
+using Catch::Contains;
 using test::check_values;
 using test::make;
-using Catch::Contains;
 
 namespace {
 // 0, 1, ..., n-1 as float32, shaped.
@@ -83,8 +83,9 @@ DEVICE_TEST_CASE("view", "[views][view]") {
   CHECK(split.strides().vec() == Shape{4, 12, 2, 1});
   check_values(split.select(0, 1).select(0, 1), {16, 17, 18, 19});
   // ... but not when a merged dim spans two separate chunks.
-  const char* msg = "view size is not compatible with input tensor's size and stride (size [3, 2], stride [1, 3]): at "
-                    "least one dimension spans across two contiguous subspaces. Use .reshape(...) instead";
+  const char* msg =
+      "view size is not compatible with input tensor's size and stride (size [3, 2], stride [1, 3]): at "
+      "least one dimension spans across two contiguous subspaces. Use .reshape(...) instead";
   CHECK_THROWS_AS(t.view({6}), ShapeError);
   CHECK_THROWS_WITH(t.view({6}), msg);
   CHECK_THROWS_WITH(t.view({-1}), msg);
@@ -122,8 +123,9 @@ DEVICE_TEST_CASE("reshape views when it can and copies when it must", "[views][r
   CHECK(make({7}, {}, kFloat32, device).reshape({1, 1}).sizes().vec() == Shape{1, 1});
   CHECK(zeros({0, 4}, device).reshape({2, 0, 3}).sizes().vec() == Shape{2, 0, 3});
   // -1 is ambiguous with zero elements (torch refuses it too).
-  CHECK_THROWS_WITH(zeros({0, 4}, device).reshape({2, 0, -1}), "reshape: shape '[2, 0, -1]' is invalid for input "
-                                                               "of size 0");
+  CHECK_THROWS_WITH(zeros({0, 4}, device).reshape({2, 0, -1}),
+                    "reshape: shape '[2, 0, -1]' is invalid for input "
+                    "of size 0");
   CHECK_THROWS_AS(a.reshape({4}), ShapeError);
   CHECK_THROWS_WITH(a.reshape({4}), "reshape: shape '[4]' is invalid for input of size 6");
   CHECK_THROWS_WITH(a.reshape({-1, -1}), "reshape: only one dimension can be inferred (shape [-1, -1])");
@@ -216,8 +218,9 @@ DEVICE_TEST_CASE("permute, transpose and t", "[views][permute]") {
   CHECK_THROWS_WITH(a.permute({0, 0, 1}), "permute: repeated dim 0 in [0, 0, 1]");
   CHECK_THROWS_WITH(a.permute({2, 0, -1}), "permute: repeated dim 2 in [2, 0, -1]");
   CHECK_THROWS_AS(a.permute({0, 1, 3}), IndexError);
-  CHECK_THROWS_WITH(a.permute({0, 1, 3}), "permute: dimension out of range (expected to be in range of [-3, 2], but "
-                                          "got 3)");
+  CHECK_THROWS_WITH(a.permute({0, 1, 3}),
+                    "permute: dimension out of range (expected to be in range of [-3, 2], but "
+                    "got 3)");
 
   Tensor t = a.transpose(0, 2);
   CHECK(t.sizes().vec() == Shape{4, 3, 2});
@@ -227,8 +230,9 @@ DEVICE_TEST_CASE("permute, transpose and t", "[views][permute]") {
   check_values(a.transpose(1, 2).select(0, 1).select(0, 3), {15, 19, 23});
   CHECK(make({1}, {}, kFloat32, device).transpose(0, -1).dim() == 0);
   CHECK_THROWS_AS(a.transpose(0, 3), IndexError);
-  CHECK_THROWS_WITH(a.transpose(0, 3), "transpose: dimension out of range (expected to be in range of [-3, 2], but "
-                                       "got 3)");
+  CHECK_THROWS_WITH(a.transpose(0, 3),
+                    "transpose: dimension out of range (expected to be in range of [-3, 2], but "
+                    "got 3)");
   CHECK_THROWS_WITH(a.transpose(-4, 0), Contains("but got -4"));
 
   Tensor m = iota({2, 3}, device);
@@ -260,14 +264,18 @@ DEVICE_TEST_CASE("expand and expand_as", "[views][expand]") {
   c.select(0, 1).fill_(9);
   check_values(e.select(0, 1), {9, 9, 9, 9});
   CHECK_THROWS_AS(c.expand({4}), ShapeError);
-  CHECK_THROWS_WITH(c.expand({4}), "expand: the number of sizes provided (1) must be greater or equal to the number "
-                                   "of dimensions in the tensor (2)");
-  CHECK_THROWS_WITH(c.expand({4, 4}), "expand: the expanded size of the tensor (4) must match the existing size (3) "
-                                      "at non-singleton dimension 0.  Target sizes: [4, 4].  Tensor sizes: [3, 1]");
-  CHECK_THROWS_WITH(c.expand({-1, 3, 4}), "expand: the expanded size of the tensor (-1) isn't allowed in a leading, "
-                                          "non-existing dimension 0");
-  CHECK_THROWS_WITH(c.expand({3, -2}), "expand: invalid size -2 at dimension 1 (sizes must be non-negative, or -1 to "
-                                       "keep the existing size).  Target sizes: [3, -2].  Tensor sizes: [3, 1]");
+  CHECK_THROWS_WITH(c.expand({4}),
+                    "expand: the number of sizes provided (1) must be greater or equal to the number "
+                    "of dimensions in the tensor (2)");
+  CHECK_THROWS_WITH(c.expand({4, 4}),
+                    "expand: the expanded size of the tensor (4) must match the existing size (3) "
+                    "at non-singleton dimension 0.  Target sizes: [4, 4].  Tensor sizes: [3, 1]");
+  CHECK_THROWS_WITH(c.expand({-1, 3, 4}),
+                    "expand: the expanded size of the tensor (-1) isn't allowed in a leading, "
+                    "non-existing dimension 0");
+  CHECK_THROWS_WITH(c.expand({3, -2}),
+                    "expand: invalid size -2 at dimension 1 (sizes must be non-negative, or -1 to "
+                    "keep the existing size).  Target sizes: [3, -2].  Tensor sizes: [3, 1]");
   CHECK_THROWS_WITH(c.expand_as(zeros({2, 2}, device)), Contains("must match the existing size (3)"));
 }
 

@@ -40,9 +40,8 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p
     case UnaryOp::Relu:
       return dispatch_numeric(out.dtype(), "relu (cpu)", [&]<typename T>() { run_unary<T, fn::Relu>(out, in); });
     case UnaryOp::PowScalar:
-      return dispatch_numeric(out.dtype(), "pow (cpu)", [&]<typename T>() {
-        run_unary<T, fn::PowScalar>(out, in, params.a->to<opmath_t<T>>());
-      });
+      return dispatch_numeric(out.dtype(), "pow (cpu)",
+                              [&]<typename T>() { run_unary<T, fn::PowScalar>(out, in, params.a->to<opmath_t<T>>()); });
     case UnaryOp::Clamp:
       return dispatch_numeric(out.dtype(), "clamp (cpu)", [&]<typename T>() {
         auto [lo, hi] = clamp_bounds<T>(params);
@@ -65,8 +64,11 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p
       case UnaryOp::Gelu: return run_unary<T, fn::Gelu>(out, in);
       case UnaryOp::GeluTanh: return run_unary<T, fn::GeluTanh>(out, in);
       case UnaryOp::Silu: return run_unary<T, fn::Silu>(out, in);
-      case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::PowScalar: case UnaryOp::Clamp:
-        break;  // handled above
+      case UnaryOp::Neg:
+      case UnaryOp::Abs:
+      case UnaryOp::Relu:
+      case UnaryOp::PowScalar:
+      case UnaryOp::Clamp: break;  // handled above
     }
   });
 }
@@ -117,9 +119,8 @@ void copy(const Tensor& dst, const Tensor& src) {
     return;
   }
   dispatch_all(dst.dtype(), "copy (cpu)", [&]<typename To>() {
-    dispatch_all(src.dtype(), "copy (cpu)", [&]<typename From>() {
-      cpu_kernel<To, From>(dst, {&src}, fn::Cast<To>{});
-    });
+    dispatch_all(src.dtype(), "copy (cpu)",
+                 [&]<typename From>() { cpu_kernel<To, From>(dst, {&src}, fn::Cast<To>{}); });
   });
 }
 

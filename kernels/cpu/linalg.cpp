@@ -55,18 +55,30 @@ Mat<U> pack_rows(int64_t rows, int64_t cols, Mat<T> m, std::vector<U>& buf) {
 
 // Integers accumulate in the unsigned type of their width, so that overflow
 // wraps (as PyTorch's integer GEMM does) instead of being undefined.
-template <typename T> struct GemmAcc { using type = T; };
-template <> struct GemmAcc<int64_t> { using type = uint64_t; };
-template <> struct GemmAcc<int32_t> { using type = uint32_t; };
-template <> struct GemmAcc<uint8_t> { using type = uint32_t; };
+template <typename T>
+struct GemmAcc {
+  using type = T;
+};
+template <>
+struct GemmAcc<int64_t> {
+  using type = uint64_t;
+};
+template <>
+struct GemmAcc<int32_t> {
+  using type = uint32_t;
+};
+template <>
+struct GemmAcc<uint8_t> {
+  using type = uint32_t;
+};
 
 // A (kBlockK x kBlockN) block of B plus four rows of C fit in L1.
 constexpr int64_t kBlockK = 128, kBlockN = 512;
 
 // c0..c3 += x0..x3 * b: four rows of C share each load of b.
 template <typename T, typename Acc>
-void axpy4(int64_t n, const Acc (&x)[4], const T* __restrict b, T* __restrict c0, T* __restrict c1,
-           T* __restrict c2, T* __restrict c3) {
+void axpy4(int64_t n, const Acc (&x)[4], const T* __restrict b, T* __restrict c0, T* __restrict c1, T* __restrict c2,
+           T* __restrict c3) {
   for (int64_t j = 0; j < n; ++j) {
     Acc bj = static_cast<Acc>(b[j]);
     c0[j] = static_cast<T>(static_cast<Acc>(c0[j]) + x[0] * bj);
@@ -159,17 +171,17 @@ CBLAS_TRANSPOSE blas_trans(bool t) { return t ? CblasTrans : CblasNoTrans; }
 // C (m x n) = op(A) @ op(B), all row-major.
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), bi(m), bi(n), bi(k), 1.0f, a, bi(lda), b, bi(ldb),
-              0.0f, c, bi(ldc));
+  cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), bi(m), bi(n), bi(k), 1.0f, a, bi(lda), b, bi(ldb), 0.0f, c,
+              bi(ldc));
 }
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
                int64_t ldb, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), bi(m), bi(n), bi(k), 1.0, a, bi(lda), b, bi(ldb), 0.0,
-              c, bi(ldc));
+  cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), bi(m), bi(n), bi(k), 1.0, a, bi(lda), b, bi(ldb), 0.0, c,
+              bi(ldc));
 }
 // y = op(A) @ x with A a row-major (rows x cols) matrix.
-void blas_gemv(bool ta, int64_t rows, int64_t cols, const float* a, int64_t lda, const float* x, int64_t incx,
-               float* y, int64_t incy) {
+void blas_gemv(bool ta, int64_t rows, int64_t cols, const float* a, int64_t lda, const float* x, int64_t incx, float* y,
+               int64_t incy) {
   cblas_sgemv(CblasRowMajor, blas_trans(ta), bi(rows), bi(cols), 1.0f, a, bi(lda), x, bi(incx), 0.0f, y, bi(incy));
 }
 void blas_gemv(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, int64_t incx,

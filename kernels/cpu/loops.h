@@ -57,8 +57,7 @@ ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
       TANDEM_CHECK(nd < kMaxDims, ShapeError, "elementwise ops support at most ", kMaxDims,
                    " non-mergeable dimensions of size > 1 (shape ", shape_str(shape), ")");
       sizes_rev[nd] = shape[i];
-      for (int k = 0; k < N; ++k)
-        strides_rev[nd][k] = bstrides[k][i] * static_cast<int64_t>(ops[k]->element_size());
+      for (int k = 0; k < N; ++k) strides_rev[nd][k] = bstrides[k][i] * static_cast<int64_t>(ops[k]->element_size());
       ++nd;
     }
   }

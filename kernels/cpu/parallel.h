@@ -25,7 +25,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   int nthreads = num_threads();
   if (n > grain && nthreads > 1 && !omp_in_parallel()) {
     int64_t tasks = std::min<int64_t>(nthreads, (n + grain - 1) / grain);
-#pragma omp parallel num_threads(static_cast<int>(tasks))
+#pragma omp parallel num_threads(static_cast <int>(tasks))
     {
       int64_t tid = omp_get_thread_num(), nt = omp_get_num_threads();
       int64_t chunk = (n + nt - 1) / nt;

@@ -13,9 +13,12 @@ namespace {
 // A Philox call costs about as much as a few elementwise ops.
 constexpr int64_t kRandomGrain = 8192;
 
-template <typename T> constexpr int kUniformDigits = 24;
-template <> constexpr int kUniformDigits<Half> = 11;
-template <> constexpr int kUniformDigits<BFloat16> = 8;
+template <typename T>
+constexpr int kUniformDigits = 24;
+template <>
+constexpr int kUniformDigits<Half> = 11;
+template <>
+constexpr int kUniformDigits<BFloat16> = 8;
 
 template <typename T>
 T* contiguous_data(const Tensor& out) {
@@ -25,9 +28,12 @@ T* contiguous_data(const Tensor& out) {
 
 template <typename T>
 T from_int(int64_t v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return T(static_cast<float>(v));
-  else return static_cast<T>(v);
+  if constexpr (std::is_same_v<T, bool>)
+    return v != 0;
+  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return T(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
 }
 
 // Calls f(i, philox_output, first_word) for every element i < n, where

@@ -18,8 +18,8 @@ constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16
 
 // The type arange accumulates in (PyTorch's acc_type on the cpu).
 template <typename T>
-using arange_acc_t = std::conditional_t<std::is_integral_v<T>, int64_t,
-                                        std::conditional_t<is_half_v<T>, float, double>>;
+using arange_acc_t =
+    std::conditional_t<std::is_integral_v<T>, int64_t, std::conditional_t<is_half_v<T>, float, double>>;
 
 template <typename T>
 T* contiguous_data(const Tensor& out) {
@@ -38,20 +38,28 @@ struct LinspaceMath {
   static float f(S x) { return static_cast<float>(x); }
 
   static S sub(S a, S b) {
-    if constexpr (is_half_v<T>) return half(f(a) - f(b));
-    else return a - b;
+    if constexpr (is_half_v<T>)
+      return half(f(a) - f(b));
+    else
+      return a - b;
   }
   static S div(S a, int64_t k) {
-    if constexpr (is_half_v<T>) return half(f(a) / f(half(static_cast<float>(k))));
-    else return a / static_cast<S>(k);
+    if constexpr (is_half_v<T>)
+      return half(f(a) / f(half(static_cast<float>(k))));
+    else
+      return a / static_cast<S>(k);
   }
   static S add_mul(S a, S step, int64_t k) {  // a + step * k
-    if constexpr (is_half_v<T>) return half(f(a) + f(half(f(step) * f(half(static_cast<float>(k))))));
-    else return std::fma(step, static_cast<S>(k), a);
+    if constexpr (is_half_v<T>)
+      return half(f(a) + f(half(f(step) * f(half(static_cast<float>(k))))));
+    else
+      return std::fma(step, static_cast<S>(k), a);
   }
   static S sub_mul(S a, S step, int64_t k) {  // a - step * k
-    if constexpr (is_half_v<T>) return half(f(a) - f(half(f(step) * f(half(static_cast<float>(k))))));
-    else return std::fma(-step, static_cast<S>(k), a);
+    if constexpr (is_half_v<T>)
+      return half(f(a) - f(half(f(step) * f(half(static_cast<float>(k))))));
+    else
+      return std::fma(-step, static_cast<S>(k), a);
   }
 };
 
@@ -65,8 +73,10 @@ void arange(const Tensor& out, const Scalar& start, const Scalar& step) {
     const Acc a = start.to<Acc>(), s = step.to<Acc>();
     parallel_for(0, n, kElementwiseGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        if constexpr (std::is_integral_v<Acc>) p[i] = static_cast<T>(a + s * i);
-        else p[i] = static_cast<T>(std::fma(s, static_cast<Acc>(i), a));
+        if constexpr (std::is_integral_v<Acc>)
+          p[i] = static_cast<T>(a + s * i);
+        else
+          p[i] = static_cast<T>(std::fma(s, static_cast<Acc>(i), a));
       }
     });
   });

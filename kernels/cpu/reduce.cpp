@@ -102,8 +102,10 @@ ReducePlan make_plan(const Tensor& out, const Tensor& in) {
     if (size == 1) continue;
     TANDEM_CHECK(p.kept.n + p.reduced.n < kMaxReduceDims, ShapeError, "reductions support at most ", kMaxReduceDims,
                  " dimensions of size other than 1, but the input has shape ", shape_str(in.sizes()));
-    if (out.size(d) == 1) p.reduced.push(size, in.stride(d), 0);
-    else p.kept.push(size, in.stride(d), out.stride(d));
+    if (out.size(d) == 1)
+      p.reduced.push(size, in.stride(d), 0);
+    else
+      p.kept.push(size, in.stride(d), out.stride(d));
   }
   // Reduced dims by input stride, largest first, so that the innermost run is
   // the densest even for a permuted input (the fold order is free).
@@ -275,9 +277,7 @@ std::unique_ptr<A[]> scratch(int64_t n) {
 }
 
 // Cascade levels fold_columns needs for a fold of `rows` rows.
-int64_t column_levels(int64_t rows) {
-  return std::bit_width(static_cast<uint64_t>(rows / kRowBlock)) + 1;
-}
+int64_t column_levels(int64_t rows) { return std::bit_width(static_cast<uint64_t>(rows / kRowBlock)) + 1; }
 
 // Folds rows [r0, r1) of the reduced space for the w <= kColumns<acc_t> contiguous
 // columns at base into result[0, w), cascading over blocks of kRowBlock rows.
@@ -387,8 +387,7 @@ void reduce_columns(const ReducePlan& p, const In* in, const Ops& ops, const Wri
         int64_t c0, w;
         Walker outer = task_at(t, c0, w);
         acc_t* dst = partial.get() + c * outputs + (t / chunks) * m + c0;
-        fold_columns(in + outer.in_off + c0, p.reduced, R * c / bands, R * (c + 1) / bands, w, ops, dst,
-                     levels.get());
+        fold_columns(in + outer.in_off + c0, p.reduced, R * c / bands, R * (c + 1) / bands, w, ops, dst, levels.get());
       }
     }
   });
@@ -410,8 +409,10 @@ void run_reduce(const ReducePlan& p, const In* in, const Ops& ops, const Write& 
     for (int64_t o = 0; o < p.num_outputs; ++o, out.next()) write(out.out_off, ops.identity());
     return;
   }
-  if (p.columns()) reduce_columns(p, in, ops, write);
-  else reduce_rows(p, in, ops, write);
+  if (p.columns())
+    reduce_columns(p, in, ops, write);
+  else
+    reduce_rows(p, in, ops, write);
 }
 
 template <typename T, typename Ops>
@@ -572,8 +573,10 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
       if (v) v[off] = static_cast<T>(a.value);
       ix[off] = a.index;
     };
-    if (is_max) run_reduce(p, in.data_ptr<T>(), fn::ArgMaxOps<M>{}, write);
-    else run_reduce(p, in.data_ptr<T>(), fn::ArgMinOps<M>{}, write);
+    if (is_max)
+      run_reduce(p, in.data_ptr<T>(), fn::ArgMaxOps<M>{}, write);
+    else
+      run_reduce(p, in.data_ptr<T>(), fn::ArgMinOps<M>{}, write);
   });
 }
 
@@ -581,13 +584,18 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   if (in.numel() == 0) return;
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < in.dim(); ++d) {
-    if (d < dim) outer *= in.size(d);
-    else if (d == dim) n = in.size(d);
-    else inner *= in.size(d);
+    if (d < dim)
+      outer *= in.size(d);
+    else if (d == dim)
+      n = in.size(d);
+    else
+      inner *= in.size(d);
   }
   dispatch_floating(in.dtype(), log ? "log_softmax (cpu)" : "softmax (cpu)", [&]<typename T>() {
-    if (inner == 1) softmax_rows(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, log);
-    else softmax_columns(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, inner, log);
+    if (inner == 1)
+      softmax_rows(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, log);
+    else
+      softmax_columns(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, inner, log);
   });
 }
 

@@ -12,8 +12,8 @@ namespace {
 void check(cudaError_t err, const char* call, const char* file, int line) {
   if (err == cudaSuccess) return;
   cudaGetLastError();  // clear the sticky-free error state
-  throw CudaError(detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err),
-                                  ") in ", call, " at ", file, ":", line));
+  throw CudaError(detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ", call,
+                                  " at ", file, ":", line));
 }
 }  // namespace
 
@@ -54,9 +54,8 @@ void* malloc_device(int device, size_t nbytes) {
     cudaGetLastError();
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    throw OutOfMemoryError(detail::str_cat("CUDA out of memory. Tried to allocate ", nbytes,
-                                           " bytes on cuda:", device, " (capacity ", total_b,
-                                           " bytes, ", free_b, " bytes free)"));
+    throw OutOfMemoryError(detail::str_cat("CUDA out of memory. Tried to allocate ", nbytes, " bytes on cuda:", device,
+                                           " (capacity ", total_b, " bytes, ", free_b, " bytes free)"));
   }
   TANDEM_CUDA_CHECK(err);
   return ptr;

@@ -7,9 +7,10 @@ namespace tandem::cuda_runtime {
 
 namespace {
 [[noreturn]] void no_cuda(const char* what) {
-  throw NotImplementedError(detail::str_cat(
-      what, ": Tandem was built without CUDA support. Rebuild on a machine with the CUDA "
-      "toolkit (meson setup -Dcuda=enabled), or set TANDEM_EMULATE_CUDA=1 to emulate a device"));
+  throw NotImplementedError(
+      detail::str_cat(what,
+                      ": Tandem was built without CUDA support. Rebuild on a machine with the CUDA "
+                      "toolkit (meson setup -Dcuda=enabled), or set TANDEM_EMULATE_CUDA=1 to emulate a device"));
 }
 }  // namespace
 

@@ -11,25 +11,57 @@
 namespace tandem::fn {
 
 // ---- unary
-template <typename T> struct Neg { TANDEM_HD_INLINE T operator()(T x) const { return -x; } };
-template <typename T> struct Abs {
+template <typename T>
+struct Neg {
+  TANDEM_HD_INLINE T operator()(T x) const { return -x; }
+};
+template <typename T>
+struct Abs {
   TANDEM_HD_INLINE T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else return x < T(0) ? -x : x;
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < T(0) ? -x : x;
   }
 };
-template <typename T> struct Exp { TANDEM_HD_INLINE T operator()(T x) const { return std::exp(x); } };
-template <typename T> struct Log { TANDEM_HD_INLINE T operator()(T x) const { return std::log(x); } };
-template <typename T> struct Log1p { TANDEM_HD_INLINE T operator()(T x) const { return std::log1p(x); } };
-template <typename T> struct Sqrt { TANDEM_HD_INLINE T operator()(T x) const { return std::sqrt(x); } };
-template <typename T> struct Rsqrt { TANDEM_HD_INLINE T operator()(T x) const { return T(1) / std::sqrt(x); } };
-template <typename T> struct Sin { TANDEM_HD_INLINE T operator()(T x) const { return std::sin(x); } };
-template <typename T> struct Cos { TANDEM_HD_INLINE T operator()(T x) const { return std::cos(x); } };
-template <typename T> struct Tanh { TANDEM_HD_INLINE T operator()(T x) const { return std::tanh(x); } };
-template <typename T> struct Sigmoid {
+template <typename T>
+struct Exp {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::exp(x); }
+};
+template <typename T>
+struct Log {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::log(x); }
+};
+template <typename T>
+struct Log1p {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::log1p(x); }
+};
+template <typename T>
+struct Sqrt {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::sqrt(x); }
+};
+template <typename T>
+struct Rsqrt {
+  TANDEM_HD_INLINE T operator()(T x) const { return T(1) / std::sqrt(x); }
+};
+template <typename T>
+struct Sin {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::sin(x); }
+};
+template <typename T>
+struct Cos {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::cos(x); }
+};
+template <typename T>
+struct Tanh {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::tanh(x); }
+};
+template <typename T>
+struct Sigmoid {
   TANDEM_HD_INLINE T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
 };
-template <typename T> struct Relu {
+template <typename T>
+struct Relu {
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       return x > T(0) ? x : (x != x ? x : T(0));  // keeps NaN, as torch.relu
@@ -39,19 +71,20 @@ template <typename T> struct Relu {
   }
 };
 // gelu(x) = x * Phi(x), exact (erf) form.
-template <typename T> struct Gelu {
-  TANDEM_HD_INLINE T operator()(T x) const {
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
-  }
+template <typename T>
+struct Gelu {
+  TANDEM_HD_INLINE T operator()(T x) const { return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440))); }
 };
 // gelu with approximate="tanh".
-template <typename T> struct GeluTanh {
+template <typename T>
+struct GeluTanh {
   TANDEM_HD_INLINE T operator()(T x) const {
     const T k = T(0.79788456080286535588);  // sqrt(2/pi)
     return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
   }
 };
-template <typename T> struct Silu {
+template <typename T>
+struct Silu {
   TANDEM_HD_INLINE T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
 };
 
@@ -87,7 +120,8 @@ TANDEM_HD_INLINE T pow_value(T a, T b) {
   }
 }
 
-template <typename T> struct PowScalar {
+template <typename T>
+struct PowScalar {
   T exponent;
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -99,7 +133,8 @@ template <typename T> struct PowScalar {
 };
 
 // min(max(x, lo), hi): when lo > hi every element becomes hi, as torch.clamp.
-template <typename T> struct Clamp {
+template <typename T>
+struct Clamp {
   T lo, hi;
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
@@ -110,33 +145,48 @@ template <typename T> struct Clamp {
   }
 };
 
-template <typename T> struct Fill {
+template <typename T>
+struct Fill {
   T value;
   TANDEM_HD_INLINE T operator()() const { return value; }
 };
 
 // ---- binary
-template <typename T> struct Add {
+template <typename T>
+struct Add {
   T alpha;
   TANDEM_HD_INLINE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a || (alpha && b);
-    else return a + alpha * b;
+    if constexpr (std::is_same_v<T, bool>)
+      return a || (alpha && b);
+    else
+      return a + alpha * b;
   }
 };
-template <typename T> struct Sub {
+template <typename T>
+struct Sub {
   T alpha;
   TANDEM_HD_INLINE T operator()(T a, T b) const { return a - alpha * b; }
 };
-template <typename T> struct Mul {
+template <typename T>
+struct Mul {
   TANDEM_HD_INLINE T operator()(T a, T b) const {
-    if constexpr (std::is_same_v<T, bool>) return a && b;
-    else return a * b;
+    if constexpr (std::is_same_v<T, bool>)
+      return a && b;
+    else
+      return a * b;
   }
 };
-template <typename T> struct Div { TANDEM_HD_INLINE T operator()(T a, T b) const { return a / b; } };
-template <typename T> struct Pow { TANDEM_HD_INLINE T operator()(T a, T b) const { return pow_value(a, b); } };
+template <typename T>
+struct Div {
+  TANDEM_HD_INLINE T operator()(T a, T b) const { return a / b; }
+};
+template <typename T>
+struct Pow {
+  TANDEM_HD_INLINE T operator()(T a, T b) const { return pow_value(a, b); }
+};
 // maximum/minimum propagate NaN, as torch.maximum.
-template <typename T> struct Maximum {
+template <typename T>
+struct Maximum {
   TANDEM_HD_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (a != a || b != b) return a != a ? a : b;
@@ -144,7 +194,8 @@ template <typename T> struct Maximum {
     return a > b ? a : b;
   }
 };
-template <typename T> struct Minimum {
+template <typename T>
+struct Minimum {
   TANDEM_HD_INLINE T operator()(T a, T b) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (a != a || b != b) return a != a ? a : b;
@@ -152,18 +203,38 @@ template <typename T> struct Minimum {
     return a < b ? a : b;
   }
 };
-template <typename T> struct Eq { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a == b; } };
-template <typename T> struct Ne { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a != b; } };
-template <typename T> struct Lt { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a < b; } };
-template <typename T> struct Le { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a <= b; } };
-template <typename T> struct Gt { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a > b; } };
-template <typename T> struct Ge { TANDEM_HD_INLINE bool operator()(T a, T b) const { return a >= b; } };
+template <typename T>
+struct Eq {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a == b; }
+};
+template <typename T>
+struct Ne {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a != b; }
+};
+template <typename T>
+struct Lt {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a < b; }
+};
+template <typename T>
+struct Le {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a <= b; }
+};
+template <typename T>
+struct Gt {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a > b; }
+};
+template <typename T>
+struct Ge {
+  TANDEM_HD_INLINE bool operator()(T a, T b) const { return a >= b; }
+};
 
 // ---- ternary
-template <typename T> struct Where {
+template <typename T>
+struct Where {
   TANDEM_HD_INLINE T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
-template <typename T> struct MaskedFill {
+template <typename T>
+struct MaskedFill {
   T value;
   TANDEM_HD_INLINE T operator()(T x, bool m) const { return m ? value : x; }
 };
@@ -172,7 +243,8 @@ template <typename T> struct MaskedFill {
 // static_cast, except floating to uint8 goes through int64 (as PyTorch's
 // cast): a negative float converted straight to an unsigned type is
 // undefined behaviour, and compilers and GPUs disagree on it.
-template <typename To> struct Cast {
+template <typename To>
+struct Cast {
   template <typename From>
   TANDEM_HD_INLINE To operator()(From x) const {
     if constexpr (std::is_same_v<To, uint8_t> && std::is_floating_point_v<From>) {

@@ -20,19 +20,25 @@ namespace tandem::fn {
 
 template <typename T>
 TANDEM_HD_INLINE bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) return x != x;
-  else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return x != x;
+  else
+    return false;
 }
 
 template <typename T>
 TANDEM_HD_INLINE T lowest_value() {
-  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 template <typename T>
 TANDEM_HD_INLINE T highest_value() {
-  if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
 }
 
 // Integer sums and products wrap on overflow, as PyTorch's do; going through
@@ -67,7 +73,8 @@ TANDEM_HD_INLINE T min_nan(T a, T b) {
 }
 
 // ---- sum, mean, prod
-template <typename Acc> struct SumOps {
+template <typename Acc>
+struct SumOps {
   using acc_t = Acc;
   using in_t = Acc;
   TANDEM_HD_INLINE Acc identity() const { return Acc(0); }
@@ -77,12 +84,14 @@ template <typename Acc> struct SumOps {
 };
 
 // The sum divided by the number of elements reduced (NaN for none, as torch).
-template <typename Acc> struct MeanOps : SumOps<Acc> {
+template <typename Acc>
+struct MeanOps : SumOps<Acc> {
   Acc count;
   TANDEM_HD_INLINE Acc project(Acc a) const { return a / count; }
 };
 
-template <typename Acc> struct ProdOps {
+template <typename Acc>
+struct ProdOps {
   using acc_t = Acc;
   using in_t = Acc;
   TANDEM_HD_INLINE Acc identity() const { return Acc(1); }
@@ -92,7 +101,8 @@ template <typename Acc> struct ProdOps {
 };
 
 // ---- amax, amin: values only, NaN wins
-template <typename Acc> struct MaxOps {
+template <typename Acc>
+struct MaxOps {
   using acc_t = Acc;
   using in_t = Acc;
   TANDEM_HD_INLINE Acc identity() const { return lowest_value<Acc>(); }
@@ -100,7 +110,8 @@ template <typename Acc> struct MaxOps {
   TANDEM_HD_INLINE Acc combine(Acc a, Acc b) const { return max_nan(a, b); }
   TANDEM_HD_INLINE Acc project(Acc a) const { return a; }
 };
-template <typename Acc> struct MinOps {
+template <typename Acc>
+struct MinOps {
   using acc_t = Acc;
   using in_t = Acc;
   TANDEM_HD_INLINE Acc identity() const { return highest_value<Acc>(); }
@@ -112,12 +123,14 @@ template <typename Acc> struct MinOps {
 // ---- max(dim), min(dim), argmax, argmin: (value, index) pairs. A NaN beats
 // every number (the first NaN's index is returned); equal values keep the
 // smaller index, so the first occurrence wins. Index -1 marks "no element".
-template <typename Acc> struct ValueIndex {
+template <typename Acc>
+struct ValueIndex {
   Acc value;
   int64_t index;
 };
 
-template <typename Acc, bool IsMax> struct ArgOps {
+template <typename Acc, bool IsMax>
+struct ArgOps {
   using acc_t = ValueIndex<Acc>;
   using in_t = Acc;
   TANDEM_HD_INLINE acc_t identity() const { return {IsMax ? lowest_value<Acc>() : highest_value<Acc>(), -1}; }
@@ -138,16 +151,20 @@ template <typename Acc, bool IsMax> struct ArgOps {
   }
   TANDEM_HD_INLINE acc_t project(acc_t a) const { return a; }
 };
-template <typename Acc> using ArgMaxOps = ArgOps<Acc, true>;
-template <typename Acc> using ArgMinOps = ArgOps<Acc, false>;
+template <typename Acc>
+using ArgMaxOps = ArgOps<Acc, true>;
+template <typename Acc>
+using ArgMinOps = ArgOps<Acc, false>;
 
 // ---- var, std: Welford's running mean and sum of squared deviations, merged
 // with Chan's formula; numerically stable in one pass.
-template <typename Acc> struct WelfordData {
+template <typename Acc>
+struct WelfordData {
   Acc mean, m2, n;
 };
 
-template <typename Acc> struct WelfordOps {
+template <typename Acc>
+struct WelfordOps {
   using acc_t = WelfordData<Acc>;
   using in_t = Acc;
   Acc correction;
@@ -176,38 +193,46 @@ template <typename Acc> struct WelfordOps {
 };
 
 // ---- vector norms
-template <typename Acc> struct Norm2Ops : SumOps<Acc> {
+template <typename Acc>
+struct Norm2Ops : SumOps<Acc> {
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return a + x * x; }
   TANDEM_HD_INLINE Acc project(Acc a) const { return std::sqrt(a); }
 };
-template <typename Acc> struct Norm1Ops : SumOps<Acc> {
+template <typename Acc>
+struct Norm1Ops : SumOps<Acc> {
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return a + std::abs(x); }
 };
 // p = 0 counts the non-zero elements.
-template <typename Acc> struct Norm0Ops : SumOps<Acc> {
+template <typename Acc>
+struct Norm0Ops : SumOps<Acc> {
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return a + (x != Acc(0) ? Acc(1) : Acc(0)); }
 };
-template <typename Acc> struct NormPOps : SumOps<Acc> {
+template <typename Acc>
+struct NormPOps : SumOps<Acc> {
   Acc p;
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return a + std::pow(std::abs(x), p); }
   TANDEM_HD_INLINE Acc project(Acc a) const { return std::pow(a, Acc(1) / p); }
 };
-template <typename Acc> struct NormInfOps : MaxOps<Acc> {
+template <typename Acc>
+struct NormInfOps : MaxOps<Acc> {
   TANDEM_HD_INLINE Acc identity() const { return Acc(0); }
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return max_nan(a, Acc(std::abs(x))); }
 };
-template <typename Acc> struct NormNegInfOps : MinOps<Acc> {
+template <typename Acc>
+struct NormNegInfOps : MinOps<Acc> {
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return min_nan(a, Acc(std::abs(x))); }
 };
 
 // ---- logsumexp in one pass: (max, sum of exp(x - max)), rescaled when the
 // max grows, so nothing overflows. Equal maxima add without an exp, which
 // keeps an all -inf row at -inf (not NaN) and inf + inf at inf.
-template <typename Acc> struct MaxSum {
+template <typename Acc>
+struct MaxSum {
   Acc max, sum;
 };
 
-template <typename Acc> struct LogSumExpOps {
+template <typename Acc>
+struct LogSumExpOps {
   using acc_t = MaxSum<Acc>;
   using in_t = Acc;
   TANDEM_HD_INLINE acc_t identity() const { return {lowest_value<Acc>(), Acc(0)}; }
@@ -227,13 +252,15 @@ template <typename Acc> struct LogSumExpOps {
 };
 
 // ---- softmax outputs, given a row's max and sum of exp(x - max)
-template <typename T> struct SoftmaxOut {
+template <typename T>
+struct SoftmaxOut {
   T max, inv_sum;
   TANDEM_HD_INLINE T operator()(T x) const { return std::exp(x - max) * inv_sum; }
 };
 // log_softmax: (x - max) - log(sum); shifting by max first keeps the bits a
 // large max would round away from max + log(sum).
-template <typename T> struct LogSoftmaxOut {
+template <typename T>
+struct LogSoftmaxOut {
   T max, log_sum;
   TANDEM_HD_INLINE T operator()(T x) const { return (x - max) - log_sum; }
 };

@@ -18,16 +18,14 @@ std::string_view device_type_name(DeviceType type) {
 
 Device::Device(DeviceType type, int index) : type_(type), index_(index) {
   TANDEM_CHECK(index >= -1, ValueError, "Device index must be -1 or non-negative, got ", index);
-  TANDEM_CHECK(!(type == DeviceType::CPU && index > 0), ValueError,
-               "CPU device index must be -1 or zero, got ", index);
+  TANDEM_CHECK(!(type == DeviceType::CPU && index > 0), ValueError, "CPU device index must be -1 or zero, got ", index);
   if (type == DeviceType::CPU) index_ = -1;
 }
 
 static Device parse_device(std::string_view spec) {
   auto bad = [&]() {
-    return ValueError(detail::str_cat(
-        "Invalid device string: '", spec,
-        "'. Expected 'cpu', 'cuda' or 'cuda:N' with N a non-negative device index"));
+    return ValueError(detail::str_cat("Invalid device string: '", spec,
+                                      "'. Expected 'cpu', 'cuda' or 'cuda:N' with N a non-negative device index"));
   };
   std::string_view type = spec;
   std::string_view index;

@@ -23,6 +23,7 @@ std::ostream& operator<<(std::ostream& os, Dtype dtype) { return os << dtype_nam
 
 Dtype promote_types(Dtype a, Dtype b) {
   if (a == b) return a;
+  // clang-format off
   // torch.promote_types, rows and columns in enum order:
   // f32 f64 f16 bf16 i64 i32 u8 b
   constexpr Dtype f4 = kFloat32, f8 = kFloat64, f2 = kFloat16, bf = kBFloat16, i8 = kInt64,
@@ -37,6 +38,7 @@ Dtype promote_types(Dtype a, Dtype b) {
       /* u8  */ {f4, f8, f2, bf, i8, i4, u1, u1},
       /* b   */ {f4, f8, f2, bf, i8, i4, u1, b1},
   };
+  // clang-format on
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 

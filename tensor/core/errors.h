@@ -13,15 +13,33 @@ class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-class DeviceError : public Error { using Error::Error; };
-class DtypeError : public Error { using Error::Error; };
-class ShapeError : public Error { using Error::Error; };
-class IndexError : public Error { using Error::Error; };
-class ValueError : public Error { using Error::Error; };
-class OutOfMemoryError : public Error { using Error::Error; };
-class NotImplementedError : public Error { using Error::Error; };
-class CudaError : public Error { using Error::Error; };
-class InternalError : public Error { using Error::Error; };
+class DeviceError : public Error {
+  using Error::Error;
+};
+class DtypeError : public Error {
+  using Error::Error;
+};
+class ShapeError : public Error {
+  using Error::Error;
+};
+class IndexError : public Error {
+  using Error::Error;
+};
+class ValueError : public Error {
+  using Error::Error;
+};
+class OutOfMemoryError : public Error {
+  using Error::Error;
+};
+class NotImplementedError : public Error {
+  using Error::Error;
+};
+class CudaError : public Error {
+  using Error::Error;
+};
+class InternalError : public Error {
+  using Error::Error;
+};
 
 namespace detail {
 template <typename... Args>
@@ -44,10 +62,9 @@ std::string str_cat(const Args&... args) {
     }                                                                    \
   } while (0)
 
-#define TANDEM_INTERNAL_ASSERT(cond, ...)                                           \
-  do {                                                                              \
-    if (!(cond)) [[unlikely]] {                                                     \
-      ::tandem::detail::throw_internal(#cond, __FILE__, __LINE__,                   \
-                                       ::tandem::detail::str_cat("" __VA_ARGS__)); \
-    }                                                                               \
+#define TANDEM_INTERNAL_ASSERT(cond, ...)                                                                     \
+  do {                                                                                                        \
+    if (!(cond)) [[unlikely]] {                                                                               \
+      ::tandem::detail::throw_internal(#cond, __FILE__, __LINE__, ::tandem::detail::str_cat("" __VA_ARGS__)); \
+    }                                                                                                         \
   } while (0)

@@ -37,7 +37,7 @@ TANDEM_HD_INLINE uint16_t float_to_half_bits(float f) {
     out = static_cast<uint16_t>(r - float_bits(magic));
   } else {
     const uint32_t odd = (u >> 13) & 1u;
-    u += 0xc8000fffu + odd;  // rebias exponent (-112 << 23) and round
+    u += 0xc8000fffu + odd;                // rebias exponent (-112 << 23) and round
     out = static_cast<uint16_t>(u >> 13);  // overflow lands on 0x7c00 (inf)
   }
   return static_cast<uint16_t>(out | sign);
@@ -62,9 +62,7 @@ TANDEM_HD_INLINE uint16_t float_to_bfloat16_bits(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-TANDEM_HD_INLINE float bfloat16_bits_to_float(uint16_t b) {
-  return bits_float(static_cast<uint32_t>(b) << 16);
-}
+TANDEM_HD_INLINE float bfloat16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 }  // namespace detail
 
 struct alignas(2) Half {
@@ -84,9 +82,7 @@ struct alignas(2) BFloat16 {
   TANDEM_HOST_DEVICE constexpr BFloat16(uint16_t bits, from_bits_t) : x(bits) {}
   TANDEM_HOST_DEVICE BFloat16(float f) : x(detail::float_to_bfloat16_bits(f)) {}
   TANDEM_HOST_DEVICE operator float() const { return detail::bfloat16_bits_to_float(x); }
-  static TANDEM_HOST_DEVICE constexpr BFloat16 from_bits(uint16_t bits) {
-    return BFloat16(bits, from_bits_t{});
-  }
+  static TANDEM_HOST_DEVICE constexpr BFloat16 from_bits(uint16_t bits) { return BFloat16(bits, from_bits_t{}); }
 };
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);

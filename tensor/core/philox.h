@@ -68,9 +68,7 @@ TANDEM_HD_INLINE Philox4x32 philox(uint64_t counter, uint64_t subsequence, uint6
 // ---- words to numbers (the definitions tensor/ops/random.h documents)
 
 // Two words as one 64-bit draw: lo is the lower half.
-TANDEM_HD_INLINE uint64_t philox_u64(uint32_t lo, uint32_t hi) {
-  return (static_cast<uint64_t>(hi) << 32) | lo;
-}
+TANDEM_HD_INLINE uint64_t philox_u64(uint32_t lo, uint32_t hi) { return (static_cast<uint64_t>(hi) << 32) | lo; }
 
 // The top `digits` bits of x scaled into [0, 1): every value is exactly
 // representable in a float with `digits` significant bits, so no rounding can
@@ -79,9 +77,7 @@ TANDEM_HD_INLINE float uniform_from_u32(uint32_t x, int digits) {
   return static_cast<float>(x >> (32 - digits)) * (1.0f / static_cast<float>(1u << digits));
 }
 // 53 bits into [0, 1) for float64.
-TANDEM_HD_INLINE double uniform_from_u64(uint64_t x) {
-  return static_cast<double>(x >> 11) * 0x1p-53;
-}
+TANDEM_HD_INLINE double uniform_from_u64(uint64_t x) { return static_cast<double>(x >> 11) * 0x1p-53; }
 
 // Box-Muller, cos branch, in double whatever the output dtype, so that a CUDA
 // kernel rounds to the same float as the CPU (the double functions differ by

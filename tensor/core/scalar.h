@@ -43,9 +43,7 @@ class Scalar {
   int64_t to_int() const { return to<int64_t>(); }
 
   // The dtype a tensor made from this scalar alone gets (bool, int64, float32).
-  Dtype default_dtype() const {
-    return kind_ == Kind::Bool ? kBool : kind_ == Kind::Int ? kInt64 : kFloat32;
-  }
+  Dtype default_dtype() const { return kind_ == Kind::Bool ? kBool : kind_ == Kind::Int ? kInt64 : kFloat32; }
 
  private:
   Kind kind_;

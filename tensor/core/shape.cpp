@@ -34,8 +34,8 @@ bool strides_are_contiguous(IntArrayRef sizes, IntArrayRef strides) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t n = std::max<int64_t>(ndim, 1);
-  TANDEM_CHECK(dim >= -n && dim < n, IndexError, op, ": dimension out of range (expected to be in range of [",
-               -n, ", ", n - 1, "], but got ", dim, ")");
+  TANDEM_CHECK(dim >= -n && dim < n, IndexError, op, ": dimension out of range (expected to be in range of [", -n, ", ",
+               n - 1, "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -46,8 +46,8 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     TANDEM_CHECK(da == db || da == 1 || db == 1, ShapeError, op, ": the size of tensor a (", da,
-                 ") must match the size of tensor b (", db, ") at non-singleton dimension ", i,
-                 " (shapes ", shape_str(a), " and ", shape_str(b), " cannot be broadcast together)");
+                 ") must match the size of tensor b (", db, ") at non-singleton dimension ", i, " (shapes ",
+                 shape_str(a), " and ", shape_str(b), " cannot be broadcast together)");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -56,8 +56,7 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
 Shape broadcast_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef target) {
   Shape out(target.size(), 0);
   size_t lead = target.size() - sizes.size();
-  for (size_t i = 0; i < sizes.size(); ++i)
-    out[lead + i] = (sizes[i] == 1 && target[lead + i] != 1) ? 0 : strides[i];
+  for (size_t i = 0; i < sizes.size(); ++i) out[lead + i] = (sizes[i] == 1 && target[lead + i] != 1) ? 0 : strides[i];
   return out;
 }
 

@@ -44,9 +44,8 @@ void* Tensor::data_ptr() const {
 }
 
 void Tensor::check_data_dtype(Dtype requested) const {
-  TANDEM_CHECK(dtype() == requested, DtypeError, "data_ptr<", dtype_name(requested),
-               ">() called on a tensor of dtype ", dtype_name(dtype()),
-               "; convert first with .to(", dtype_name(requested), ")");
+  TANDEM_CHECK(dtype() == requested, DtypeError, "data_ptr<", dtype_name(requested), ">() called on a tensor of dtype ",
+               dtype_name(dtype()), "; convert first with .to(", dtype_name(requested), ")");
 }
 
 std::string Origin::describe() const {

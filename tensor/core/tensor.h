@@ -32,9 +32,21 @@ class TensorOptions {
   TensorOptions(DeviceType t) : device_(Device(t)) {}
   TensorOptions(const char* device) : device_(Device(device)) {}
 
-  TensorOptions dtype(Dtype d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions pinned_memory(bool p) const { auto o = *this; o.pinned_ = p; return o; }
+  TensorOptions dtype(Dtype d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
+  TensorOptions pinned_memory(bool p) const {
+    auto o = *this;
+    o.pinned_ = p;
+    return o;
+  }
 
   Dtype dtype() const { return dtype_.value_or(kFloat32); }
   Device device() const { return device_.value_or(Device(kCPU)); }
@@ -54,8 +66,8 @@ inline TensorOptions device(Device d) { return TensorOptions(d); }
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape sizes;
-  Shape strides;        // in elements
-  int64_t offset = 0;   // in elements
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements
   Dtype dtype = kFloat32;
   Origin origin;
 };
@@ -69,7 +81,7 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   IntArrayRef sizes() const;
   IntArrayRef strides() const;
-  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t size(int64_t dim) const;  // negative dims count from the end
   int64_t stride(int64_t dim) const;
   int64_t dim() const;
   int64_t ndimension() const { return dim(); }
@@ -144,8 +156,8 @@ class Tensor {
   Tensor expand(IntArrayRef shape) const;
   Tensor expand_as(const Tensor& other) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt,
-               std::optional<int64_t> end = std::nullopt, int64_t step = 1) const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
   Tensor contiguous() const;

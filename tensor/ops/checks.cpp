@@ -19,8 +19,9 @@ namespace {
       "Expected all tensors to be on the same device, but found at least two devices, ", d0, " and ", d1,
       "! (when checking argument '", bad_name, "' of ", op, ")\n", "  ", first_name, " is on ", d0, ": ",
       first.origin().describe(), "\n", "  ", bad_name, " is on ", d1, ": ", bad.origin().describe(), "\n",
-      "Tandem never moves tensors between devices by itself. Move one of them first, e.g. ", bad_name,
-      " = ", bad_name, ".to(", first_name, ".device()), or create both on the same device (for a model, "
+      "Tandem never moves tensors between devices by itself. Move one of them first, e.g. ", bad_name, " = ", bad_name,
+      ".to(", first_name,
+      ".device()), or create both on the same device (for a model, "
       "call model->to(device) and move each batch with .to(device))."));
 }
 }  // namespace

@@ -85,9 +85,7 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy, st
 }
 
 Tensor Tensor::cpu(std::source_location loc) const { return to(Device(kCPU), false, false, loc); }
-Tensor Tensor::cuda(int index, std::source_location loc) const {
-  return to(Device(kCUDA, index), false, false, loc);
-}
+Tensor Tensor::cuda(int index, std::source_location loc) const { return to(Device(kCUDA, index), false, false, loc); }
 
 Tensor Tensor::contiguous() const {
   check_defined("contiguous", {{"self", *this}});

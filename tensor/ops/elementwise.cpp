@@ -45,8 +45,11 @@ bool can_cast(Dtype from, Dtype to) {
 
 bool float_only(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: case UnaryOp::Abs: case UnaryOp::Relu: case UnaryOp::PowScalar: case UnaryOp::Clamp:
-      return false;
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Relu:
+    case UnaryOp::PowScalar:
+    case UnaryOp::Clamp: return false;
     default: return true;
   }
 }
@@ -61,12 +64,30 @@ bool fits(const Scalar& value, Dtype dtype) {
   double lo = 0, hi = 0;
   switch (dtype) {
     case kFloat64: return true;
-    case kFloat32: hi = std::numeric_limits<float>::max(); lo = -hi; break;
-    case kFloat16: hi = 65504.0; lo = -hi; break;
-    case kBFloat16: hi = 0x1.fep+127; lo = -hi; break;
-    case kInt64: lo = -0x1p63; hi = 0x1p63; break;  // hi exclusive, see below
-    case kInt32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
-    case kUInt8: lo = 0; hi = 255; break;
+    case kFloat32:
+      hi = std::numeric_limits<float>::max();
+      lo = -hi;
+      break;
+    case kFloat16:
+      hi = 65504.0;
+      lo = -hi;
+      break;
+    case kBFloat16:
+      hi = 0x1.fep+127;
+      lo = -hi;
+      break;
+    case kInt64:
+      lo = -0x1p63;
+      hi = 0x1p63;
+      break;  // hi exclusive, see below
+    case kInt32:
+      lo = std::numeric_limits<int32_t>::min();
+      hi = std::numeric_limits<int32_t>::max();
+      break;
+    case kUInt8:
+      lo = 0;
+      hi = 255;
+      break;
     case kBool: return true;
   }
   if (value.is_integral()) {
@@ -89,8 +110,8 @@ void check_fits(const char* op, const Scalar& value, Dtype dtype) {
 // PyTorch's alpha rules for add and sub.
 void check_alpha(const char* op, Dtype result, const Scalar& alpha) {
   TANDEM_CHECK(!(is_integral(result, true) && alpha.is_floating_point()), DtypeError, op,
-               ": for integral input tensors, argument alpha must not be a floating point number (got alpha = ",
-               alpha, ", result dtype ", result, ")");
+               ": for integral input tensors, argument alpha must not be a floating point number (got alpha = ", alpha,
+               ", result dtype ", result, ")");
   TANDEM_CHECK(!(alpha.is_bool() && result != kBool), DtypeError, op,
                ": boolean alpha is only supported for bool results (result dtype ", result, ")");
 }
@@ -140,8 +161,8 @@ void check_writable(const Tensor& t, const char* op) {
   for (int64_t d = 0; d < t.dim(); ++d) {
     TANDEM_CHECK(t.stride(d) != 0 || t.size(d) <= 1, ValueError, op,
                  ": unsupported operation: more than one element of the written-to tensor refers to a single "
-                 "memory location (it is an expanded view, shape ", shape_str(t.sizes()),
-                 "). Call .clone() on it before writing in place");
+                 "memory location (it is an expanded view, shape ",
+                 shape_str(t.sizes()), "). Call .clone() on it before writing in place");
   }
 }
 
@@ -224,8 +245,8 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
   Dtype dt = compute_dtype(op, result_type(a, b));
   if (has_alpha(op)) check_alpha(name, dt, alpha);
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  Tensor out = detail::make_result(shape, is_comparison(op) ? kBool : dt, a.device(),
-                                   Origin::computed(name, a.origin()));
+  Tensor out =
+      detail::make_result(shape, is_comparison(op) ? kBool : dt, a.device(), Origin::computed(name, a.origin()));
   run_binary(op, out, a.to(dt), b.to(dt), alpha);
   return out;
 }

@@ -14,8 +14,7 @@ namespace detail {
 
 Tensor make_result(IntArrayRef sizes, Dtype dtype, Device device, const Origin& origin, bool pinned) {
   for (int64_t s : sizes)
-    TANDEM_CHECK(s >= 0, ShapeError, "Trying to create tensor with negative dimension ", s, ": ",
-                 shape_str(sizes));
+    TANDEM_CHECK(s >= 0, ShapeError, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
   auto impl = std::make_shared<TensorImpl>();
   int64_t n = shape_numel(sizes);
   impl->storage = allocate_storage(device, static_cast<size_t>(n) * element_size(dtype), pinned);
@@ -114,12 +113,14 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
   for (size_t i = 0; i < sizes.size(); ++i) {
     TANDEM_CHECK(sizes[i] >= 0 && strides[i] >= 0, ShapeError, "from_blob: negative size or stride in sizes ",
                  shape_str(sizes), ", strides ", shape_str(strides));
-    if (sizes[i] == 0) extent = 0;
-    else if (extent > 0) extent += (sizes[i] - 1) * strides[i];
+    if (sizes[i] == 0)
+      extent = 0;
+    else if (extent > 0)
+      extent += (sizes[i] - 1) * strides[i];
   }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(data, static_cast<size_t>(extent) * element_size(options.dtype()), device,
-                                            nullptr);
+  impl->storage =
+      std::make_shared<Storage>(data, static_cast<size_t>(extent) * element_size(options.dtype()), device, nullptr);
   impl->sizes = sizes.vec();
   impl->strides = strides.vec();
   impl->dtype = options.dtype();

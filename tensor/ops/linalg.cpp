@@ -34,18 +34,19 @@ const char* torch_type_name(Dtype d) {
 
 // Equal dtypes (the products never promote, as in PyTorch), and not bool.
 void check_dtypes(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
-  TANDEM_CHECK(a.dtype() == b.dtype(), DtypeError, "expected m1 and m2 to have the same dtype, but got: ",
-               torch_type_name(a.dtype()), " != ", torch_type_name(b.dtype()), " (", op, ": ", a_name, " is ",
-               a.dtype(), ", ", b_name, " is ", b.dtype(), "; ", op, " does not promote, convert one first, e.g. ",
-               b_name, ".to(", a_name, ".dtype()))");
+  TANDEM_CHECK(a.dtype() == b.dtype(), DtypeError,
+               "expected m1 and m2 to have the same dtype, but got: ", torch_type_name(a.dtype()),
+               " != ", torch_type_name(b.dtype()), " (", op, ": ", a_name, " is ", a.dtype(), ", ", b_name, " is ",
+               b.dtype(), "; ", op, " does not promote, convert one first, e.g. ", b_name, ".to(", a_name,
+               ".dtype()))");
   TANDEM_CHECK(a.dtype() != kBool, NotImplementedError, op,
                " is not implemented for dtype bool (convert the operands to a numeric dtype first, e.g. "
                ".to(kFloat32))");
 }
 
 void check_rank(const Tensor& t, int64_t rank, const char* what, const char* op, const char* hint) {
-  TANDEM_CHECK(t.dim() == rank, ShapeError, what, ", but got a ", t.dim(), "-D tensor of shape ",
-               shape_str(t.sizes()), " (", op, " takes ", hint, "; use matmul for other ranks)");
+  TANDEM_CHECK(t.dim() == rank, ShapeError, what, ", but got a ", t.dim(), "-D tensor of shape ", shape_str(t.sizes()),
+               " (", op, " takes ", hint, "; use matmul for other ranks)");
 }
 
 // Product of all sizes but the last: the rows of t folded into one matrix.
@@ -117,8 +118,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                  ")");
   } else if (db == 2) {
     int64_t rows = da == 1 ? 1 : folded_rows(a);
-    TANDEM_CHECK(k == kb, ShapeError, "mat1 and mat2 shapes cannot be multiplied (", rows, "x", k, " and ", kb, "x",
-                 n, ")");
+    TANDEM_CHECK(k == kb, ShapeError, "mat1 and mat2 shapes cannot be multiplied (", rows, "x", k, " and ", kb, "x", n,
+                 ")");
   }
   IntArrayRef as = a.sizes(), bs = b.sizes();
   Shape batch = broadcast_shapes(IntArrayRef(as.data(), static_cast<size_t>(std::max<int64_t>(da - 2, 0))),

@@ -63,8 +63,7 @@ void printed_offsets(const Tensor& t, size_t dim, int64_t base, bool summarize, 
     return;
   }
   const int64_t d = static_cast<int64_t>(dim);
-  for (int64_t k : shown(t.size(d), summarize))
-    printed_offsets(t, dim + 1, base + k * t.stride(d), summarize, out);
+  for (int64_t k : shown(t.size(d), summarize)) printed_offsets(t, dim + 1, base + k * t.stride(d), summarize, out);
 }
 
 // Reads the printed elements, copying the tensor to the cpu first when it is
@@ -79,8 +78,10 @@ Printed read_printed(const Tensor& t, bool summarize) {
   dispatch_all(host.dtype(), "print", [&]<typename T>() {
     const T* data = static_cast<const T*>(host.data_ptr());
     for (int64_t off : offsets) {
-      if constexpr (is_float_type_v<T>) p.f.push_back(static_cast<double>(static_cast<opmath_t<T>>(data[off])));
-      else p.i.push_back(static_cast<int64_t>(data[off]));
+      if constexpr (is_float_type_v<T>)
+        p.f.push_back(static_cast<double>(static_cast<opmath_t<T>>(data[off])));
+      else
+        p.i.push_back(static_cast<int64_t>(data[off]));
     }
   });
   return p;
@@ -93,8 +94,7 @@ class Formatter {
  public:
   explicit Formatter(const Printed& p) : p_(p) {
     if (p.kind != Kind::Float) {
-      for (size_t k = 0; k < p.i.size(); ++k)
-        max_width_ = std::max(max_width_, static_cast<int>(format_int(k).size()));
+      for (size_t k = 0; k < p.i.size(); ++k) max_width_ = std::max(max_width_, static_cast<int>(format_int(k).size()));
       return;
     }
     std::vector<double> vals;

@@ -70,8 +70,8 @@ DefaultGenerators& defaults() {
 Generator& default_generator(Device device) {
   if (device.is_cpu()) return defaults().cpu;
   int index = device.has_index() ? device.index() : 0;
-  TANDEM_CHECK(index < kMaxCudaGenerators, DeviceError, "default_generator: device ", device.str(),
-               " is beyond the ", kMaxCudaGenerators, " cuda generators Tandem keeps");
+  TANDEM_CHECK(index < kMaxCudaGenerators, DeviceError, "default_generator: device ", device.str(), " is beyond the ",
+               kMaxCudaGenerators, " cuda generators Tandem keeps");
   return defaults().cuda[index];
 }
 
@@ -103,13 +103,15 @@ const char* torch_type_name(Dtype d) {
 // kernel: the name PyTorch's error quotes ("check_uniform_bounds", ...).
 void check_floating(const char* op, const char* kernel, Dtype d) {
   TANDEM_CHECK(is_floating_point(d), DtypeError, "\"", kernel, "\" not implemented for '", torch_type_name(d),
-               "': ", op, " draws floating point numbers and needs dtype float32, float64, float16 or bfloat16, "
-               "got ", dtype_name(d), ". Use randint for integers");
+               "': ", op,
+               " draws floating point numbers and needs dtype float32, float64, float16 or bfloat16, "
+               "got ",
+               dtype_name(d), ". Use randint for integers");
 }
 
 void check_uniform_bounds(const char* op, double from, double to) {
-  TANDEM_CHECK(std::isfinite(from) && std::isfinite(to), ValueError, op, ": expects finite bounds, got from=",
-               from, ", to=", to);
+  TANDEM_CHECK(std::isfinite(from) && std::isfinite(to), ValueError, op, ": expects finite bounds, got from=", from,
+               ", to=", to);
   TANDEM_CHECK(from <= to, ValueError, op, " expects to return a [from, to) range, but found from=", from,
                " > to=", to);
 }
@@ -142,8 +144,8 @@ void check_randint(const char* op, int64_t low, int64_t high, Dtype d) {
                " >= to=", high);
   auto [lo, hi] = exact_int_range(d);
   const char* holds = is_floating_point(d) ? " holds every integer only in [" : " holds [";
-  TANDEM_CHECK(low >= lo && low <= hi, ValueError, op, ": from is out of bounds for ", dtype_name(d), ": got from=",
-               low, ", but ", dtype_name(d), holds, lo, ", ", hi, "]");
+  TANDEM_CHECK(low >= lo && low <= hi, ValueError, op, ": from is out of bounds for ", dtype_name(d),
+               ": got from=", low, ", but ", dtype_name(d), holds, lo, ", ", hi, "]");
   TANDEM_CHECK(high - 1 >= lo && high - 1 <= hi, ValueError, op, ": to - 1 is out of bounds for ", dtype_name(d),
                ": got to=", high, ", but ", dtype_name(d), holds, lo, ", ", hi, "]");
 }

@@ -91,8 +91,7 @@ void manual_seed(uint64_t seed);
 uint64_t initial_seed();
 
 // The factories of factory.h with an explicit generator.
-Tensor rand(IntArrayRef sizes, Generator& gen, const TensorOptions& options = {},
-            SourceLoc loc = SourceLoc::current());
+Tensor rand(IntArrayRef sizes, Generator& gen, const TensorOptions& options = {}, SourceLoc loc = SourceLoc::current());
 Tensor randn(IntArrayRef sizes, Generator& gen, const TensorOptions& options = {},
              SourceLoc loc = SourceLoc::current());
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Generator& gen, const TensorOptions& options = {},

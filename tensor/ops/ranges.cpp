@@ -1,10 +1,11 @@
 // Front end of the value factories: arange, linspace, eye and tensor() from
 // nested lists (checks, dtype inference, allocation, dispatch).
+#include "kernels/cpu/ranges.h"
+
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/ranges.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -20,10 +21,16 @@ bool fits(const Scalar& v, Dtype d) {
   if (!is_integral(d, false)) return true;
   double lo = 0, hi = 0;
   switch (d) {
-    case kUInt8: lo = 0; hi = 255; break;
-    case kInt32: lo = std::numeric_limits<int32_t>::min(); hi = std::numeric_limits<int32_t>::max(); break;
-    default: return !v.is_floating_point() || (std::trunc(v.to_double()) >= -0x1p63 &&
-                                               std::trunc(v.to_double()) < 0x1p63);
+    case kUInt8:
+      lo = 0;
+      hi = 255;
+      break;
+    case kInt32:
+      lo = std::numeric_limits<int32_t>::min();
+      hi = std::numeric_limits<int32_t>::max();
+      break;
+    default:
+      return !v.is_floating_point() || (std::trunc(v.to_double()) >= -0x1p63 && std::trunc(v.to_double()) < 0x1p63);
   }
   double x = v.is_floating_point() ? std::trunc(v.to_double()) : static_cast<double>(v.to_int());
   return x >= lo && x <= hi;  // false for NaN
@@ -35,8 +42,7 @@ void check_fits(const char* op, const Scalar& v, Dtype d) {
 }
 
 void check_not_bool(const char* op, const char* kernel, Dtype d) {
-  TANDEM_CHECK(d != kBool, DtypeError, "\"", kernel, "\" not implemented for 'Bool': ", op,
-               " needs a numeric dtype");
+  TANDEM_CHECK(d != kBool, DtypeError, "\"", kernel, "\" not implemented for 'Bool': ", op, " needs a numeric dtype");
 }
 
 bool integral_scalar(const Scalar& s) { return !s.is_floating_point(); }
@@ -45,21 +51,20 @@ bool integral_scalar(const Scalar& s) { return !s.is_floating_point(); }
 
 // ---------------------------------------------------------------- arange
 
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options,
-              SourceLoc loc) {
-  Dtype dt = options.has_dtype() ? options.dtype()
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options, SourceLoc loc) {
+  Dtype dt = options.has_dtype()                                                       ? options.dtype()
              : integral_scalar(start) && integral_scalar(end) && integral_scalar(step) ? kInt64
-                                                                                        : kFloat32;
+                                                                                       : kFloat32;
   check_not_bool("arange", "arange_cpu", dt);
   int64_t size = 0;
   if (is_integral(dt, false)) {
     // Integer dtypes count in int64 from the truncated bounds, as torch does.
     int64_t a = start.to<int64_t>(), z = end.to<int64_t>(), s = step.to<int64_t>();
-    TANDEM_CHECK(s != 0, ValueError, "step must be nonzero: arange got start=", start, ", end=", end,
-                 ", step=", step, " (", dtype_name(dt), " truncates it to 0)");
+    TANDEM_CHECK(s != 0, ValueError, "step must be nonzero: arange got start=", start, ", end=", end, ", step=", step,
+                 " (", dtype_name(dt), " truncates it to 0)");
     TANDEM_CHECK((s > 0 && z >= a) || (s < 0 && z <= a), ValueError,
-                 "upper bound and larger bound inconsistent with step sign: arange got start=", start, ", end=",
-                 end, ", step=", step);
+                 "upper bound and larger bound inconsistent with step sign: arange got start=", start, ", end=", end,
+                 ", step=", step);
     int64_t sign = s > 0 ? 1 : -1;
     size = (z - a + s - sign) / s;
     if (size > 0) {
@@ -73,8 +78,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     TANDEM_CHECK(std::isfinite(a) && std::isfinite(z), ValueError, "unsupported range: ", a, " -> ", z,
                  " (arange needs a finite start and end)");
     TANDEM_CHECK((s > 0 && z >= a) || (s < 0 && z <= a), ValueError,
-                 "upper bound and larger bound inconsistent with step sign: arange got start=", start, ", end=",
-                 end, ", step=", step);
+                 "upper bound and larger bound inconsistent with step sign: arange got start=", start, ", end=", end,
+                 ", step=", step);
     double size_d = std::ceil((z - a) / s);
     TANDEM_CHECK(size_d >= 0 && size_d < 0x1p63, ValueError, "invalid size, possible overflow?: arange from ", a,
                  " to ", z, " by ", s, " would have ", size_d, " elements");
@@ -94,8 +99,7 @@ Tensor arange(const Scalar& end, const TensorOptions& options, SourceLoc loc) {
 
 // ---------------------------------------------------------------- linspace
 
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options,
-                SourceLoc loc) {
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options, SourceLoc loc) {
   Dtype dt = options.dtype();
   TANDEM_CHECK(steps >= 0, ValueError, "number of steps must be non-negative: linspace got steps=", steps);
   check_not_bool("linspace", "linspace_cpu", dt);
@@ -141,16 +145,15 @@ Shape leading_shape(const TensorData& data) {
 // row-major order.
 void flatten(const TensorData& data, const Shape& shape, size_t dim, std::vector<Scalar>& out) {
   if (dim == shape.size()) {
-    TANDEM_CHECK(data.is_scalar(), ShapeError, "tensor: expected a number at dim ", dim,
-                 " (got a sequence of length ", data.list().size(), ")");
+    TANDEM_CHECK(data.is_scalar(), ShapeError, "tensor: expected a number at dim ", dim, " (got a sequence of length ",
+                 data.list().size(), ")");
     out.push_back(data.scalar());
     return;
   }
   TANDEM_CHECK(!data.is_scalar(), ShapeError, "tensor: expected sequence of length ", shape[dim], " at dim ", dim,
                " (got the number ", data.scalar(), ")");
   TANDEM_CHECK(static_cast<int64_t>(data.list().size()) == shape[dim], ShapeError,
-               "tensor: expected sequence of length ", shape[dim], " at dim ", dim, " (got ", data.list().size(),
-               ")");
+               "tensor: expected sequence of length ", shape[dim], " at dim ", dim, " (got ", data.list().size(), ")");
   for (const TensorData& child : data.list()) flatten(child, shape, dim + 1, out);
 }
 

@@ -16,7 +16,6 @@ namespace tandem {
 
 namespace {
 
-
 // PyTorch's ScalarType names, which its error messages quote.
 const char* torch_name(Dtype d) {
   switch (d) {
@@ -97,11 +96,13 @@ void check_mean_dtype(const Tensor& x, std::optional<Dtype> dtype) {
   if (dtype) {
     TANDEM_CHECK(is_floating_point(*dtype), DtypeError,
                  "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex "
-                 "dtype. Got: ", torch_name(*dtype), " (", *dtype, "); pass a floating dtype such as kFloat32");
+                 "dtype. Got: ",
+                 torch_name(*dtype), " (", *dtype, "); pass a floating dtype such as kFloat32");
   } else {
     TANDEM_CHECK(x.is_floating_point(), DtypeError,
                  "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-                 "dtype. Got: ", torch_name(x.dtype()), " (", x.dtype(),
+                 "dtype. Got: ",
+                 torch_name(x.dtype()), " (", x.dtype(),
                  "); pass dtype=kFloat32 or convert the input first, e.g. x.to(kFloat32).mean()");
   }
 }
@@ -145,8 +146,7 @@ Tensor argmax_argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, 
     return indices;
   }
   // No dim: the index into the flattened tensor.
-  TANDEM_CHECK(x.numel() > 0, ValueError, name,
-               "(): Expected reduction dim to be specified for input.numel() == 0.");
+  TANDEM_CHECK(x.numel() > 0, ValueError, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
   Shape out_shape = keepdim ? Shape(x.dim(), 1) : Shape{};
   Tensor indices = detail::make_result(out_shape, kInt64, x.device(), Origin::computed(name, x.origin()));
   run_arg_reduce(is_max, name, Tensor(), detail::make_view(indices, {1}, {1}, 0), x.reshape({-1}));
@@ -171,8 +171,8 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Dtype dt = dtype.value_or(x.dtype());
   TANDEM_CHECK(is_floating_point(dt), DtypeError, name, "(): needs a floating dtype to compute in, but got ", dt,
                dtype ? " (the dtype argument)" : " (the input's dtype)", "; PyTorch fails with \"", name,
-               "_lastdim_kernel_impl\" not implemented for '", torch_name(dt), "'. Pass dtype=kFloat32, e.g. x.",
-               name, "(", dim, ", kFloat32)");
+               "_lastdim_kernel_impl\" not implemented for '", torch_name(dt), "'. Pass dtype=kFloat32, e.g. x.", name,
+               "(", dim, ", kFloat32)");
   int64_t d = wrap_dim(dim, x.dim(), name);
   Tensor in = x.to(dt).contiguous();
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));

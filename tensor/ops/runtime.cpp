@@ -25,8 +25,7 @@ int read_emulated_count() {
   char* end = nullptr;
   long n = std::strtol(env, &end, 10);
   TANDEM_CHECK(*end == '\0' && n >= 0 && n <= kMaxEmulated, ValueError,
-               "TANDEM_EMULATE_CUDA must be a number of devices between 0 and ", kMaxEmulated,
-               ", got '", env, "'");
+               "TANDEM_EMULATE_CUDA must be a number of devices between 0 and ", kMaxEmulated, ", got '", env, "'");
   return static_cast<int>(n);
 }
 
@@ -37,14 +36,19 @@ size_t read_emulated_capacity() {
   double v = std::strtod(env, &end);
   double scale = 1;
   std::string suffix(end);
-  if (suffix == "K" || suffix == "KiB") scale = 1024.0;
-  else if (suffix == "M" || suffix == "MiB") scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB") scale = 1024.0 * 1024 * 1024;
-  else TANDEM_CHECK(suffix.empty(), ValueError,
-                    "TANDEM_EMULATE_CUDA_MEMORY must be a byte count with an optional K, M or G "
-                    "suffix (e.g. 512M), got '", env, "'");
-  TANDEM_CHECK(end != env && v > 0, ValueError,
-               "TANDEM_EMULATE_CUDA_MEMORY must be a positive byte count, got '", env, "'");
+  if (suffix == "K" || suffix == "KiB")
+    scale = 1024.0;
+  else if (suffix == "M" || suffix == "MiB")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else
+    TANDEM_CHECK(suffix.empty(), ValueError,
+                 "TANDEM_EMULATE_CUDA_MEMORY must be a byte count with an optional K, M or G "
+                 "suffix (e.g. 512M), got '",
+                 env, "'");
+  TANDEM_CHECK(end != env && v > 0, ValueError, "TANDEM_EMULATE_CUDA_MEMORY must be a positive byte count, got '", env,
+               "'");
   return static_cast<size_t>(v * scale);
 }
 
@@ -53,8 +57,7 @@ std::atomic<size_t> g_emulated_allocated[kMaxEmulated];
 void* host_alloc(size_t nbytes) {
   size_t rounded = (std::max<size_t>(nbytes, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   void* p = std::aligned_alloc(kHostAlignment, rounded);
-  if (p == nullptr)
-    throw OutOfMemoryError(detail::str_cat("CPU out of memory: tried to allocate ", nbytes, " bytes"));
+  if (p == nullptr) throw OutOfMemoryError(detail::str_cat("CPU out of memory: tried to allocate ", nbytes, " bytes"));
   return p;
 }
 
@@ -88,8 +91,8 @@ Device resolve_device(Device device, const char* op) {
     case DeviceType::CPU: return device;
     case DeviceType::CUDA: {
       int count = cuda::device_count();
-      TANDEM_CHECK(count > 0, DeviceError, op, ": cannot use device '", device.str(),
-                   "': CUDA is not available (", cuda_runtime::unavailable_reason(),
+      TANDEM_CHECK(count > 0, DeviceError, op, ": cannot use device '", device.str(), "': CUDA is not available (",
+                   cuda_runtime::unavailable_reason(),
                    "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
       int index = device.has_index() ? device.index() : 0;
       TANDEM_CHECK(index < count, DeviceError, op, ": invalid device '", device.str(), "': there ",
@@ -106,12 +109,12 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
     case DeviceType::CPU: {
       if (pinned && !cuda::is_emulated()) {
         void* p = cuda_runtime::malloc_pinned(std::max<size_t>(nbytes, 1));
-        return std::make_shared<Storage>(p, nbytes, device, [](void* q) { cuda_runtime::free_pinned(q); },
-                                         true);
+        return std::make_shared<Storage>(
+            p, nbytes, device, [](void* q) { cuda_runtime::free_pinned(q); }, true);
       }
       // Emulated pinned memory is ordinary host memory that says it is pinned.
-      return std::make_shared<Storage>(host_alloc(nbytes), nbytes, device, [](void* q) { std::free(q); },
-                                       pinned);
+      return std::make_shared<Storage>(
+          host_alloc(nbytes), nbytes, device, [](void* q) { std::free(q); }, pinned);
     }
     case DeviceType::CUDA: {
       TANDEM_INTERNAL_ASSERT(device.has_index(), "allocate_storage needs a resolved device");
@@ -121,11 +124,11 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
         size_t before = g_emulated_allocated[index].fetch_add(nbytes);
         if (cap != 0 && before + nbytes > cap) {
           g_emulated_allocated[index].fetch_sub(nbytes);
-          throw OutOfMemoryError(detail::str_cat(
-              "CUDA out of memory. Tried to allocate ", nbytes, " bytes on ", device.str(),
-              " (emulated; capacity ", cap, " bytes set by TANDEM_EMULATE_CUDA_MEMORY, ", before,
-              " bytes allocated by Tandem). Use a smaller batch, run evaluation under NoGradGuard, "
-              "or free tensors you no longer need"));
+          throw OutOfMemoryError(
+              detail::str_cat("CUDA out of memory. Tried to allocate ", nbytes, " bytes on ", device.str(),
+                              " (emulated; capacity ", cap, " bytes set by TANDEM_EMULATE_CUDA_MEMORY, ", before,
+                              " bytes allocated by Tandem). Use a smaller batch, run evaluation under NoGradGuard, "
+                              "or free tensors you no longer need"));
         }
         void* p = host_alloc(nbytes);
         return std::make_shared<Storage>(p, nbytes, device, [index, nbytes](void* q) {
@@ -134,8 +137,7 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
         });
       }
       void* p = cuda_runtime::malloc_device(index, std::max<size_t>(nbytes, 1));
-      return std::make_shared<Storage>(p, nbytes, device,
-                                       [index](void* q) { cuda_runtime::free_device(index, q); });
+      return std::make_shared<Storage>(p, nbytes, device, [index](void* q) { cuda_runtime::free_device(index, q); });
     }
   }
   return nullptr;
@@ -171,11 +173,10 @@ bool is_available() { return device_count() > 0; }
 
 DeviceProperties get_device_properties(int device) {
   int count = device_count();
-  TANDEM_CHECK(device >= 0 && device < count, DeviceError, "get_device_properties: invalid device ",
-               device, " (", count, " CUDA device", count == 1 ? "" : "s", " available)");
+  TANDEM_CHECK(device >= 0 && device < count, DeviceError, "get_device_properties: invalid device ", device, " (",
+               count, " CUDA device", count == 1 ? "" : "s", " available)");
   if (is_emulated()) {
-    return {"Tandem emulated CUDA device (host memory, CPU kernels)", 0, 0, emulated_memory_capacity(), 0,
-            true};
+    return {"Tandem emulated CUDA device (host memory, CPU kernels)", 0, 0, emulated_memory_capacity(), 0, true};
   }
   auto p = cuda_runtime::properties(device);
   return {p.name, p.major, p.minor, p.total_memory, p.multi_processor_count, false};

@@ -196,8 +196,8 @@ Tensor Tensor::expand(IntArrayRef shape) const {
                  " (sizes must be non-negative, or -1 to keep the existing size).  Target sizes: ", shape_str(shape),
                  ".  Tensor sizes: ", shape_str(this->sizes()));
     TANDEM_CHECK(cur == target || cur == 1, ShapeError, "expand: the expanded size of the tensor (", target,
-                 ") must match the existing size (", cur, ") at non-singleton dimension ", i, ".  Target sizes: ",
-                 shape_str(shape), ".  Tensor sizes: ", shape_str(this->sizes()));
+                 ") must match the existing size (", cur, ") at non-singleton dimension ", i,
+                 ".  Target sizes: ", shape_str(shape), ".  Tensor sizes: ", shape_str(this->sizes()));
     sizes[i] = target;
     strides[i] = cur == target ? stride(i - lead) : 0;
   }
@@ -229,8 +229,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   TANDEM_CHECK(dim() > 0, IndexError, "narrow() cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
   int64_t n = size(d);
-  TANDEM_CHECK(start >= -n && start <= n, IndexError, "narrow: start (", start, ") is out of bounds for dimension ",
-               d, " of size ", n);
+  TANDEM_CHECK(start >= -n && start <= n, IndexError, "narrow: start (", start, ") is out of bounds for dimension ", d,
+               " of size ", n);
   if (start < 0) start += n;
   TANDEM_CHECK(length >= 0, IndexError, "narrow: length must be non-negative, got ", length);
   TANDEM_CHECK(start + length <= n, IndexError, "narrow: start (", start, ") + length (", length,
