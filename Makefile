@@ -5,7 +5,7 @@
 BUILD ?= build
 MESON_ARGS ?=
 
-.PHONY: deps build test train asan clean
+.PHONY: deps build test train asan check-embed clean
 
 deps:
 	@scripts/install-deps.sh
@@ -27,6 +27,10 @@ asan: deps
 	[ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/run-tests.sh build-asan
+
+# An outside program built against the installed headers and pkg-config file.
+check-embed: build
+	scripts/check-embed.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-asan
