@@ -1,0 +1,16 @@
+// main() for GPU-only test binaries: exit code 77 (meson's SKIP) when there
+// is no real GPU (none present, or the cuda devices are emulated).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "tensor/ops/cuda.h"
+
+int main(int argc, char** argv) {
+  if (!tandem::cuda::is_available() || tandem::cuda::is_emulated()) {
+    std::printf("skipped: no real GPU (%s)\n",
+                tandem::cuda::is_emulated() ? "cuda devices are emulated" : "cuda::is_available() is false");
+    return 77;
+  }
+  return Catch::Session().run(argc, argv);
+}
