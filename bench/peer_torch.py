@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""The cases of bench_ops run in PyTorch, printed in the same table, so that Tandem and torch can be compared
+side by side. torch is a peer for benchmarking only, never a build dependency.
+
+Run it with Debian's /usr/bin/python3 (the one with python3-torch):
+    /usr/bin/python3 bench/peer_torch.py [--quick] [--filter SUBSTR] [--compare TANDEM_TABLE]
+--compare reads bench_ops's output and prints a third table: time of Tandem / time of torch per case.
+
+Ceilings here: torch's own copy_ moving the same bytes (read + written; it runs on torch's threads, like the
+ops), and cblas_?gemm called through ctypes on the same buffers (the OpenBLAS that torch itself calls).
+"""
+import argparse
+import ctypes
+import ctypes.util
+import math
+import os
+import re
+import statistics
+import time
+
+import torch
+
+SAMPLE_SECONDS = 1e-3  # a sample batches calls until it lasts this long
+MIN_SAMPLES, MAX_SAMPLES = 5, 2000
+
+
+class Sampler:
+    """Samples of one callable; its first call warms up, its second sizes the batch."""
+
+    def __init__(self, f):
+        self.f = f
+        f()
+        t0 = time.perf_counter()
+        f()
+        self.batch = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-9)))
+        self.samples = []
+
+    def sample(self):
+        t0 = time.perf_counter()
+        for _ in range(self.batch):
+            self.f()
+        self.samples.append((time.perf_counter() - t0) / self.batch)
+
+    def enough(self, start, budget):
+        n = len(self.samples)
+        return n >= MIN_SAMPLES and (n >= MAX_SAMPLES or time.perf_counter() - start >= budget)
+
+
+def time_per_call(f, budget):
+    """Median seconds per call of f."""
+    s, start = Sampler(f), time.perf_counter()
+    while not s.enough(start, budget):
+        s.sample()
+    return statistics.median(s.samples)
+
+
+def time_pair(op, ceiling, budget):
+    """Median seconds per call of an op and of its ceiling, their samples interleaved so that a change in the
+    machine's load touches both alike."""
+    a, b, start = Sampler(op), Sampler(ceiling), time.perf_counter()
+    while not (a.enough(start, budget) and b.enough(start, budget)):
+        a.sample()
+        b.sample()
+    return statistics.median(a.samples), statistics.median(b.samples)
+
+
+# ---------------------------------------------------------------- OpenBLAS through ctypes
+
+_blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+_int, _ptr = ctypes.c_int, ctypes.c_void_p
+for _name, _real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
+    getattr(_blas, _name).argtypes = [_int, _int, _int, _int, _int, _int, _real, _ptr, _int, _ptr, _int, _real, _ptr,
+                                      _int]
+    getattr(_blas, _name).restype = None
+_blas.openblas_get_config.restype = ctypes.c_char_p
+
+
+def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
+    fn = _blas.cblas_sgemm if a.dtype == torch.float32 else _blas.cblas_dgemm
+    fn(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0, a.data_ptr(), lda, b.data_ptr(),
+       ldb, 0.0, c.data_ptr(), ldc)
+
+
+# ---------------------------------------------------------------- table (the format of bench_ops.cpp)
+
+def fmt_time(s):
+    if s < 1e-6:
+        return f"{s * 1e9:.1f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def fmt_value(v, unit):
+    return (f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}") + " " + unit
+
+
+def print_line(thr, name, size, t, figure, ceiling, ratio):
+    print(f"{thr:<4} {name:<26} {size:<12} {t:>11} {figure:>15} {ceiling:>24} {ratio:>6}", flush=True)
+
+
+class Bench:
+    def __init__(self, quick, filt):
+        self.quick, self.filter = quick, filt
+        self.budget = 0.05 if quick else 0.2
+        self.threads = 1
+        self.times = {}  # (thr, case, size) -> seconds, for --compare
+
+    def emit(self, name, size, t, figure, ceiling, ratio):
+        self.times[(str(self.threads), name, size)] = t
+        print_line(str(self.threads), name, size, fmt_time(t), figure, ceiling, ratio)
+
+    def selected(self, section, name):
+        return not self.filter or self.filter in section or self.filter in name
+
+    def report(self, name, size, t, figure, ceiling, unit, kind):
+        self.emit(name, size, t, fmt_value(figure, unit), fmt_value(ceiling, unit) + " " + kind,
+                  f"{figure / ceiling:.2f}")
+
+    @staticmethod
+    def copy_moving(traffic):
+        """torch's copy_ moving `traffic` bytes (half read, half written) as float32."""
+        src, dst = torch.ones(traffic // 8), torch.zeros(traffic // 8)
+        return lambda: dst.copy_(src)
+
+    def bandwidth_case(self, section, name, size, traffic, op):
+        if not self.selected(section, name):
+            return
+        t, tc = time_pair(op, self.copy_moving(traffic), self.budget)
+        self.report(name, size, t, traffic / t * 1e-9, traffic / tc * 1e-9, "GB/s", "copy_")
+
+    # ------------------------------------------------------------ cases
+
+    def small(self):
+        a, b = torch.randn(10), torch.randn(10)
+        for name, op in (("small add", lambda: a + b), ("small relu", lambda: a.relu()), ("small sum", lambda: a.sum())):
+            if self.selected("small", name):
+                t = time_per_call(op, self.budget)
+                self.emit(name, "10", t, f"{t * 1e6:.2f} us/call", "-", "-")
+
+    def elementwise(self, n):
+        size = {1 << 16: "2^16", 1 << 20: "2^20"}.get(n, "2^24")
+        f4 = 4 * n
+        a, b, inplace = torch.randn(n), torch.randn(n), torch.randn(n)
+        C = 256
+        x, bias = torch.randn(n // C, C), torch.randn(C)
+        side = round(math.sqrt(n))
+        square = torch.randn(side, side)
+        s = "elementwise"
+        self.bandwidth_case(s, "add", size, 3 * f4, lambda: a + b)
+        self.bandwidth_case(s, "mul", size, 3 * f4, lambda: a * b)
+        self.bandwidth_case(s, "add_ (in place)", size, 3 * f4, lambda: inplace.add_(b))
+        self.bandwidth_case(s, "exp", size, 2 * f4, lambda: a.exp())
+        self.bandwidth_case(s, "sigmoid", size, 2 * f4, lambda: a.sigmoid())
+        self.bandwidth_case(s, "relu", size, 2 * f4, lambda: a.relu())
+        self.bandwidth_case(s, "add (N,256)+(256)", size, 2 * f4 + 4 * C, lambda: x + bias)
+        self.bandwidth_case(s, "to float16", size, f4 + 2 * n, lambda: a.to(torch.float16))
+        self.bandwidth_case(s, "t().contiguous()", size, 2 * f4, lambda: square.t().contiguous())
+
+    def reductions(self):
+        s = "reduction"
+        rows = 1024 if self.quick else 4096
+        size = f"{rows}x{rows}"
+        x = torch.randn(rows, rows)
+        nbytes = x.numel() * 4
+        # bench_ops's read loop has no torch counterpart: the ceiling is copy_ bandwidth over the bytes read.
+        copy = self.copy_moving(nbytes)
+        for name, op in (("sum", lambda: x.sum()), ("sum dim 0", lambda: x.sum(0)), ("sum dim 1", lambda: x.sum(1)),
+                         ("amax", lambda: x.amax())):
+            if self.selected(s, name):
+                t, tc = time_pair(op, copy, self.budget)
+                self.report(name, size, t, nbytes / t * 1e-9, nbytes / tc * 1e-9, "GB/s", "copy_")
+        logits = torch.randn(rows, 1000)
+        self.bandwidth_case(s, "softmax dim -1", f"{rows}x1000", 2 * logits.numel() * 4, lambda: logits.softmax(-1))
+
+    def matmul_case(self, name, dtype, M, K, N, ta, tb, size):
+        if not self.selected("matmul", name):
+            return
+        a_s = torch.randn(K, M, dtype=dtype) if ta else torch.randn(M, K, dtype=dtype)
+        b_s = torch.randn(N, K, dtype=dtype) if tb else torch.randn(K, N, dtype=dtype)
+        a, b = (a_s.t() if ta else a_s), (b_s.t() if tb else b_s)
+        c = torch.empty(M, N, dtype=dtype)
+
+        def blas():
+            gemm(ta, tb, M, N, K, a_s, a_s.size(1), b_s, b_s.size(1), c, N)
+
+        blas()
+        diff = (torch.matmul(a, b) - c).abs().max().item()
+        if not diff <= 1e-4 * c.abs().max().item():
+            print(f"# WARNING: {name} {size} differs from cblas by {diff}")
+        t, tc = time_pair(lambda: torch.matmul(a, b), blas, self.budget)
+        flops = 2.0 * M * N * K
+        self.report(name, size, t, flops / t * 1e-9, flops / tc * 1e-9, "GFLOP/s", "cblas")
+
+    def matmul(self):
+        cubes = [256] if self.quick else [256, 1024]
+        f32, f64 = torch.float32, torch.float64
+        for s in cubes:
+            self.matmul_case("matmul f32", f32, s, s, s, False, False, f"{s}^3")
+            self.matmul_case("matmul f64", f64, s, s, s, False, False, f"{s}^3")
+        self.matmul_case("matmul f32", f32, 128, 784, 256, False, False, "128x784x256")
+        self.matmul_case("matmul f64", f64, 128, 784, 256, False, False, "128x784x256")
+        self.matmul_case("matmul f32 x@W.t()", f32, 128, 784, 256, False, True, "128x784x256")
+        self.matmul_case("matmul f32 g.t()@x", f32, 256, 128, 784, True, False, "256x128x784")
+        for s in cubes:
+            self.matmul_case("matmul f32 a.t()@b", f32, s, s, s, True, False, f"{s}^3")
+
+    def run_pass(self, threads):
+        self.threads = threads
+        torch.set_num_threads(threads)
+        _blas.openblas_set_num_threads(threads)
+        # The order of bench_ops: OpenBLAS's threads spin a while after a call, so GEMMs go last.
+        self.small()
+        self.elementwise(1 << 16)
+        self.elementwise(1 << 20 if self.quick else 1 << 24)
+        self.reductions()
+        self.matmul()
+
+
+# ---------------------------------------------------------------- comparison with bench_ops's table
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def read_table(path):
+    """{(thr, case, size): seconds} from a table in the format above."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            fields = re.split(r"\s{2,}", line.strip())
+            if line.startswith("#") or len(fields) != 7 or fields[0] == "thr":
+                continue
+            value, unit = fields[3].split()
+            rows[(fields[0], fields[1], fields[2])] = float(value) * UNITS[unit]
+    return rows
+
+
+def print_comparison(tandem_rows, torch_rows):
+    print("# time of Tandem / time of torch for the same case (below 1: Tandem faster)")
+    print(f"{'thr':<4} {'case':<26} {'size':<12} {'tandem':>11} {'torch':>11} {'tandem/torch':>12}")
+    for key, t in tandem_rows.items():
+        if key in torch_rows:
+            p = torch_rows[key]
+            print(f"{key[0]:<4} {key[1]:<26} {key[2]:<12} {fmt_time(t):>11} {fmt_time(p):>11} {t / p:>12.2f}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer and smaller sizes, shorter timings (a smoke run)")
+    p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
+    p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_ops's output: print Tandem/torch time ratios")
+    args = p.parse_args()
+
+    torch.manual_seed(0)
+    threads_all = os.cpu_count() or 1
+    print(f"# peer_torch: torch {torch.__version__}, OpenBLAS {_blas.openblas_get_config().decode()}; "
+          f"{threads_all} hardware threads{'; --quick' if args.quick else ''}")
+    print("# time: median per call; ratio = figure / ceiling, both measured in this run (1.00 = at the ceiling)")
+    print("# copy_: torch's copy_ of float32 moving the same bytes (read + written); cblas: cblas_?gemm on the "
+          "same buffers")
+    print_line("thr", "case", "size", "time", "figure", "ceiling", "ratio")
+    bench = Bench(args.quick, args.filter)
+    bench.run_pass(1)
+    if threads_all > 1:
+        bench.run_pass(threads_all)
+    if args.compare:
+        print()
+        print_comparison(read_table(args.compare), bench.times)
+
+if __name__ == "__main__":
+    main()
