@@ -61,6 +61,17 @@ void check_equal(const Tensor& actual, const Tensor& expected) {
   check_close(actual, expected, Tolerance{0, 0});
 }
 
+std::vector<double> as_dtype(std::vector<double> values, Dtype dtype) {
+  if (dtype == kBool)
+    for (double& x : values) x = x != 0 ? 1 : 0;
+  return values;
+}
+
+std::optional<Device> other_device(const Device& device) {
+  if (cuda::device_count() == 0) return std::nullopt;
+  return device.is_cpu() ? Device(kCUDA, 0) : Device(kCPU);
+}
+
 Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype, Device device) {
   Tensor t = from_blob(const_cast<double*>(values.data()), {static_cast<int64_t>(values.size())}, kFloat64);
   return t.to(dtype).reshape(shape).to(device).clone();

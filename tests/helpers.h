@@ -28,6 +28,15 @@ void check_equal(const Tensor& actual, const Tensor& expected);  // exact, shape
 void check_values(const Tensor& actual, const std::vector<double>& expected,
                   std::optional<Tolerance> tol = std::nullopt);
 
+// Every dtype Tandem has.
+inline constexpr Dtype kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kUInt8, kBool};
+
+// The values as a tensor of dtype holds them (bool keeps only zero/non-zero).
+std::vector<double> as_dtype(std::vector<double> values, Dtype dtype);
+
+// Another device than `device`, when there is one (for device-rule checks).
+std::optional<Device> other_device(const Device& device);
+
 // A tensor of the given shape filled with the values, of dtype, on device.
 Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = kFloat32, Device device = Device(kCPU));
 

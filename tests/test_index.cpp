@@ -9,25 +9,15 @@ using namespace tandem;
 using test::check_values;
 using test::make;
 
+using test::as_dtype;
+using test::kAllDtypes;
+using test::other_device;
+
 namespace {
-
-const Dtype kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kUInt8, kBool};
-
-std::vector<double> as_dtype(std::vector<double> v, Dtype dt) {
-  if (dt == kBool)
-    for (double& x : v) x = x != 0 ? 1 : 0;
-  return v;
-}
-
-std::optional<Device> other_device(const Device& device) {
-  if (cuda::device_count() == 0) return std::nullopt;
-  return device.is_cpu() ? Device(kCUDA, 0) : Device(kCPU);
-}
-
+// An index tensor (int64 unless dt says otherwise).
 Tensor idx(const std::vector<double>& values, IntArrayRef shape, const Device& device, Dtype dt = kInt64) {
   return make(values, shape, dt, device);
 }
-
 }  // namespace
 
 // ---------------------------------------------------------------- gather

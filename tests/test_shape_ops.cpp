@@ -8,24 +8,9 @@ using namespace tandem;
 using test::check_values;
 using test::make;
 
-namespace {
-
-const Dtype kAllDtypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kUInt8, kBool};
-
-// The values as a tensor of dtype holds them (bool keeps only zero/non-zero).
-std::vector<double> as_dtype(std::vector<double> v, Dtype dt) {
-  if (dt == kBool)
-    for (double& x : v) x = x != 0 ? 1 : 0;
-  return v;
-}
-
-// Another device than `device`, when there is one.
-std::optional<Device> other_device(const Device& device) {
-  if (cuda::device_count() == 0) return std::nullopt;
-  return device.is_cpu() ? Device(kCUDA, 0) : Device(kCPU);
-}
-
-}  // namespace
+using test::as_dtype;
+using test::kAllDtypes;
+using test::other_device;
 
 // ---------------------------------------------------------------- cat
 DEVICE_TEST_CASE("cat joins along dim 0, 1 and negative dims", "[shape_ops][cat]") {

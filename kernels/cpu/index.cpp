@@ -16,40 +16,6 @@ namespace tandem::cpu {
 
 namespace {
 
-// A plan over `shape` for N operands given by base pointers and byte strides
-// (0 where an operand does not move along a dim). Size-1 dims are dropped and
-// a dim is merged into the one inside it when every operand allows it.
-template <int N>
-ElementwisePlan<N> strided_plan(IntArrayRef shape, const std::array<char*, N>& data,
-                                const std::array<Shape, N>& byte_strides) {
-  TANDEM_CHECK(shape.size() <= static_cast<size_t>(kMaxDims), ShapeError, "tensors with more than ", kMaxDims,
-               " dimensions are not supported (got ", shape.size(), ")");
-  ElementwisePlan<N> p;
-  for (int k = 0; k < N; ++k) p.data[k] = data[k];
-  p.numel = shape_numel(shape);
-  int nd = 0;
-  int64_t sizes_rev[kMaxDims];
-  int64_t strides_rev[kMaxDims][N];
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    bool merge = nd > 0;
-    for (int k = 0; k < N && merge; ++k) merge = byte_strides[k][i] == strides_rev[nd - 1][k] * sizes_rev[nd - 1];
-    if (merge) {
-      sizes_rev[nd - 1] *= shape[i];
-    } else {
-      sizes_rev[nd] = shape[i];
-      for (int k = 0; k < N; ++k) strides_rev[nd][k] = byte_strides[k][i];
-      ++nd;
-    }
-  }
-  p.ndim = nd;
-  for (int d = 0; d < nd; ++d) {
-    p.sizes[d] = sizes_rev[nd - 1 - d];
-    for (int k = 0; k < N; ++k) p.strides[d][k] = strides_rev[nd - 1 - d][k];
-  }
-  return p;
-}
-
 // t's strides in bytes, with `dim` zeroed (the index supplies that offset).
 // A tensor with fewer dims than the walk (a 0-dim one beside a 1-dim index)
 // does not move at all.

@@ -27,29 +27,23 @@ struct ElementwisePlan {
   char* data[N];
 };
 
+// A plan over `shape` for N operands given by base pointers and byte strides
+// (0 where an operand does not move along a dim). Size-1 dims are dropped and
+// a dim is merged into the one inside it when every operand allows it.
 template <int N>
-ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
-  const Tensor& out = *ops[0];
-  IntArrayRef shape = out.sizes();
+ElementwisePlan<N> strided_plan(IntArrayRef shape, const std::array<char*, N>& data,
+                                const std::array<Shape, N>& byte_strides) {
   ElementwisePlan<N> p;
-  Shape bstrides[N];
-  for (int k = 0; k < N; ++k) {
-    bstrides[k] = broadcast_strides(ops[k]->sizes(), ops[k]->strides(), shape);
-    p.data[k] = static_cast<char*>(ops[k]->data_ptr());
-  }
+  for (int k = 0; k < N; ++k) p.data[k] = data[k];
   p.numel = shape_numel(shape);
-  // Walk from the innermost dim outwards, dropping size-1 dims and merging a
-  // dim into the one inside it when that is contiguous in every operand.
+  // Walk from the innermost dim outwards.
   int nd = 0;
   int64_t sizes_rev[kMaxDims];
   int64_t strides_rev[kMaxDims][N];
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;
     bool merge = nd > 0;
-    for (int k = 0; k < N && merge; ++k) {
-      int64_t es = static_cast<int64_t>(ops[k]->element_size());
-      merge = bstrides[k][i] * es == strides_rev[nd - 1][k] * sizes_rev[nd - 1];
-    }
+    for (int k = 0; k < N && merge; ++k) merge = byte_strides[k][i] == strides_rev[nd - 1][k] * sizes_rev[nd - 1];
     if (merge) {
       sizes_rev[nd - 1] *= shape[i];
     } else {
@@ -57,7 +51,7 @@ ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
       TANDEM_CHECK(nd < kMaxDims, ShapeError, "elementwise ops support at most ", kMaxDims,
                    " non-mergeable dimensions of size > 1 (shape ", shape_str(shape), ")");
       sizes_rev[nd] = shape[i];
-      for (int k = 0; k < N; ++k) strides_rev[nd][k] = bstrides[k][i] * static_cast<int64_t>(ops[k]->element_size());
+      for (int k = 0; k < N; ++k) strides_rev[nd][k] = byte_strides[k][i];
       ++nd;
     }
   }
@@ -67,6 +61,20 @@ ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
     for (int k = 0; k < N; ++k) p.strides[d][k] = strides_rev[nd - 1 - d][k];
   }
   return p;
+}
+
+// The plan for an output (ops[0]) and inputs that broadcast to its shape.
+template <int N>
+ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
+  IntArrayRef shape = ops[0]->sizes();
+  std::array<char*, N> data;
+  std::array<Shape, N> byte_strides;
+  for (int k = 0; k < N; ++k) {
+    data[k] = static_cast<char*>(ops[k]->data_ptr());
+    byte_strides[k] = broadcast_strides(ops[k]->sizes(), ops[k]->strides(), shape);
+    for (int64_t& st : byte_strides[k]) st *= static_cast<int64_t>(ops[k]->element_size());
+  }
+  return strided_plan<N>(shape, data, byte_strides);
 }
 
 // Calls inner(ptrs, inner_strides, n) for runs along the innermost dim that

@@ -19,6 +19,20 @@ std::string_view dtype_name(Dtype dtype) {
   return "unknown";
 }
 
+std::string_view torch_scalar_name(Dtype dtype) {
+  switch (dtype) {
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+    case kFloat16: return "Half";
+    case kBFloat16: return "BFloat16";
+    case kInt64: return "Long";
+    case kInt32: return "Int";
+    case kUInt8: return "Byte";
+    case kBool: return "Bool";
+  }
+  return "unknown";
+}
+
 std::ostream& operator<<(std::ostream& os, Dtype dtype) { return os << dtype_name(dtype); }
 
 Dtype promote_types(Dtype a, Dtype b) {

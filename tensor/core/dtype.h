@@ -28,6 +28,8 @@ constexpr Dtype kBool = Dtype::Bool;
 
 // Short name as in torch ("float32", "int64", ...).
 std::string_view dtype_name(Dtype dtype);
+// PyTorch's ScalarType name ("Float", "Long", ...), which its messages quote.
+std::string_view torch_scalar_name(Dtype dtype);
 std::ostream& operator<<(std::ostream& os, Dtype dtype);
 
 constexpr size_t element_size(Dtype dtype) {

@@ -85,24 +85,9 @@ uint64_t initial_seed() { return defaults().cpu.initial_seed(); }
 // ---------------------------------------------------------------- checks
 namespace {
 
-// The C++ type names PyTorch's dispatch errors use.
-const char* torch_type_name(Dtype d) {
-  switch (d) {
-    case kFloat32: return "Float";
-    case kFloat64: return "Double";
-    case kFloat16: return "Half";
-    case kBFloat16: return "BFloat16";
-    case kInt64: return "Long";
-    case kInt32: return "Int";
-    case kUInt8: return "Byte";
-    case kBool: return "Bool";
-  }
-  return "?";
-}
-
 // kernel: the name PyTorch's error quotes ("check_uniform_bounds", ...).
 void check_floating(const char* op, const char* kernel, Dtype d) {
-  TANDEM_CHECK(is_floating_point(d), DtypeError, "\"", kernel, "\" not implemented for '", torch_type_name(d),
+  TANDEM_CHECK(is_floating_point(d), DtypeError, "\"", kernel, "\" not implemented for '", torch_scalar_name(d),
                "': ", op,
                " draws floating point numbers and needs dtype float32, float64, float16 or bfloat16, "
                "got ",

@@ -16,21 +16,6 @@ namespace tandem {
 
 namespace {
 
-// PyTorch's ScalarType names, which its error messages quote.
-const char* torch_name(Dtype d) {
-  switch (d) {
-    case kFloat32: return "Float";
-    case kFloat64: return "Double";
-    case kFloat16: return "Half";
-    case kBFloat16: return "BFloat16";
-    case kInt64: return "Long";
-    case kInt32: return "Int";
-    case kUInt8: return "Byte";
-    case kBool: return "Bool";
-  }
-  return "?";
-}
-
 // The shapes of one reduction: the input's with every reduced dim at size 1
 // (what the kernels see) and the result's (the same with keepdim, else
 // without the reduced dims).
@@ -97,12 +82,12 @@ void check_mean_dtype(const Tensor& x, std::optional<Dtype> dtype) {
     TANDEM_CHECK(is_floating_point(*dtype), DtypeError,
                  "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex "
                  "dtype. Got: ",
-                 torch_name(*dtype), " (", *dtype, "); pass a floating dtype such as kFloat32");
+                 torch_scalar_name(*dtype), " (", *dtype, "); pass a floating dtype such as kFloat32");
   } else {
     TANDEM_CHECK(x.is_floating_point(), DtypeError,
                  "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                  "dtype. Got: ",
-                 torch_name(x.dtype()), " (", x.dtype(),
+                 torch_scalar_name(x.dtype()), " (", x.dtype(),
                  "); pass dtype=kFloat32 or convert the input first, e.g. x.to(kFloat32).mean()");
   }
 }
@@ -171,8 +156,8 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Dtype dt = dtype.value_or(x.dtype());
   TANDEM_CHECK(is_floating_point(dt), DtypeError, name, "(): needs a floating dtype to compute in, but got ", dt,
                dtype ? " (the dtype argument)" : " (the input's dtype)", "; PyTorch fails with \"", name,
-               "_lastdim_kernel_impl\" not implemented for '", torch_name(dt), "'. Pass dtype=kFloat32, e.g. x.", name,
-               "(", dim, ", kFloat32)");
+               "_lastdim_kernel_impl\" not implemented for '", torch_scalar_name(dt), "'. Pass dtype=kFloat32, e.g. x.",
+               name, "(", dim, ", kFloat32)");
   int64_t d = wrap_dim(dim, x.dim(), name);
   Tensor in = x.to(dt).contiguous();
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
@@ -242,7 +227,7 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   check_defined("norm", {{"self", x}});
   TANDEM_CHECK(x.is_floating_point(), DtypeError, "norm(): expected a floating point input, but got ", x.dtype(),
                " (PyTorch: linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
-               torch_name(x.dtype()), "); convert it first, e.g. x.to(kFloat32)");
+               torch_scalar_name(x.dtype()), "); convert it first, e.g. x.to(kFloat32)");
   const double order = p.to_double();
   TANDEM_CHECK(!std::isnan(order), ValueError, "norm(): the order p must be a number, got nan");
   ReduceShape r = reduce_shape(x, dims, keepdim, "norm");
