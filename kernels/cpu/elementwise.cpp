@@ -114,6 +114,7 @@ void fill(const Tensor& out, const Scalar& value) {
 }
 
 void copy(const Tensor& dst, const Tensor& src) {
+  if (dst.numel() == 0) return;  // an empty tensor may wrap a null pointer (from_blob)
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() && dst.sizes() == src.sizes()) {
     std::memcpy(dst.data_ptr(), src.data_ptr(), dst.nbytes());
     return;
