@@ -6,6 +6,7 @@
 
 #include "helpers.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
@@ -148,4 +149,53 @@ TEST_CASE("Allocating on a missing device is a clear error", "[core][cuda]") {
 TEST_CASE("Version query", "[core]") {
   CHECK(std::string(version()) == TANDEM_VERSION_STRING);
   CHECK(TANDEM_VERSION_MAJOR == 0);
+}
+
+TEST_CASE("emulated device memory has a capacity and a clear out-of-memory error", "[core][cuda]") {
+  if (!cuda::is_emulated()) return;
+  // The suite's emulated run caps each device at 256M.
+  REQUIRE(emulated_memory_capacity() == 256u * 1024 * 1024);
+  size_t before = emulated_memory_allocated(0);
+  {
+    Tensor a = empty({1024, 1024}, TensorOptions(kFloat32).device("cuda:0"));  // 4 MiB
+    CHECK(emulated_memory_allocated(0) == before + 4u * 1024 * 1024);
+    CHECK(emulated_memory_allocated(1) == 0);
+    CHECK_THROWS_AS(empty({100, 1024, 1024}, TensorOptions(kFloat32).device("cuda:0")), OutOfMemoryError);
+    CHECK_THROWS_WITH(empty({100, 1024, 1024}, TensorOptions(kFloat32).device("cuda:0")),
+                      Catch::StartsWith("CUDA out of memory. Tried to allocate 419430400 bytes on cuda:0 (emulated; "
+                                        "capacity 268435456 bytes set by TANDEM_EMULATE_CUDA_MEMORY, ") &&
+                          Catch::Contains("Use a smaller batch"));
+    // A failed allocation holds nothing.
+    CHECK(emulated_memory_allocated(0) == before + 4u * 1024 * 1024);
+  }
+  CHECK(emulated_memory_allocated(0) == before);
+}
+
+TEST_CASE("the emulation variables are parsed strictly", "[core][cuda]") {
+  using detail::parse_emulated_count;
+  using detail::parse_emulated_memory;
+  CHECK(parse_emulated_count(nullptr) == 0);
+  CHECK(parse_emulated_count("") == 0);
+  CHECK(parse_emulated_count("2") == 2);
+  CHECK(parse_emulated_count("16") == 16);
+  for (const char* bad : {"17", "-1", "two", "2x"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_emulated_count(bad), ValueError);
+    CHECK_THROWS_WITH(
+        parse_emulated_count(bad),
+        "TANDEM_EMULATE_CUDA must be a number of devices between 0 and 16, got '" + std::string(bad) + "'");
+  }
+  CHECK(parse_emulated_memory(nullptr) == 0);
+  CHECK(parse_emulated_memory("4096") == 4096);
+  CHECK(parse_emulated_memory("2K") == 2048);
+  CHECK(parse_emulated_memory("256M") == 256u * 1024 * 1024);
+  CHECK(parse_emulated_memory("1.5GiB") == 1536u * 1024 * 1024);
+  CHECK_THROWS_WITH(parse_emulated_memory("12 apples"),
+                    "TANDEM_EMULATE_CUDA_MEMORY must be a byte count with an optional K, M or G suffix (e.g. 512M), "
+                    "got '12 apples'");
+  for (const char* bad : {"0", "-5M", "M"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_emulated_memory(bad),
+                      "TANDEM_EMULATE_CUDA_MEMORY must be a positive byte count, got '" + std::string(bad) + "'");
+  }
 }

@@ -19,8 +19,9 @@ namespace {
 constexpr size_t kHostAlignment = 64;
 constexpr int kMaxEmulated = 16;
 
-int read_emulated_count() {
-  const char* env = std::getenv("TANDEM_EMULATE_CUDA");
+}  // namespace
+
+int detail::parse_emulated_count(const char* env) {
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
   long n = std::strtol(env, &end, 10);
@@ -29,8 +30,7 @@ int read_emulated_count() {
   return static_cast<int>(n);
 }
 
-size_t read_emulated_capacity() {
-  const char* env = std::getenv("TANDEM_EMULATE_CUDA_MEMORY");
+size_t detail::parse_emulated_memory(const char* env) {
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
   double v = std::strtod(env, &end);
@@ -52,6 +52,8 @@ size_t read_emulated_capacity() {
   return static_cast<size_t>(v * scale);
 }
 
+namespace {
+
 std::atomic<size_t> g_emulated_allocated[kMaxEmulated];
 
 void* host_alloc(size_t nbytes) {
@@ -64,12 +66,12 @@ void* host_alloc(size_t nbytes) {
 }  // namespace
 
 int emulated_device_count() {
-  static const int n = read_emulated_count();
+  static const int n = detail::parse_emulated_count(std::getenv("TANDEM_EMULATE_CUDA"));
   return n;
 }
 
 size_t emulated_memory_capacity() {
-  static const size_t c = read_emulated_capacity();
+  static const size_t c = detail::parse_emulated_memory(std::getenv("TANDEM_EMULATE_CUDA_MEMORY"));
   return c;
 }
 

@@ -21,6 +21,14 @@ Device resolve_device(Device device, const char* op = "to");
 int emulated_device_count();
 size_t emulated_memory_capacity();  // bytes per emulated device; 0 = unlimited
 
+namespace detail {
+// The values of TANDEM_EMULATE_CUDA (a device count, 0 to 16) and
+// TANDEM_EMULATE_CUDA_MEMORY (bytes with an optional K/M/G suffix; 0 when
+// unset); a bad value is a ValueError naming the variable.
+int parse_emulated_count(const char* value);
+size_t parse_emulated_memory(const char* value);
+}  // namespace detail
+
 std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pinned = false);
 
 // Bytes held by live storages on an emulated device (the caching allocator of
