@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,14 +69,11 @@ def main():
     tandem = subprocess.run([os.path.join(build, "bench", "bench_ops"), *quick], check=True, capture_output=True,
                             text=True).stdout
     t1 = time.time()
-    tandem_file = out + ".tandem.tmp"
-    with open(tandem_file, "w") as f:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
         f.write(tandem)
-    try:
-        torch = subprocess.run([args.python, os.path.join(HERE, "peer_torch.py"), *quick, "--compare", tandem_file],
+        f.flush()
+        torch = subprocess.run([args.python, os.path.join(HERE, "peer_torch.py"), *quick, "--compare", f.name],
                                check=True, capture_output=True, text=True).stdout
-    finally:
-        os.remove(tandem_file)
     t2 = time.time()
 
     header = [
