@@ -55,7 +55,10 @@ Device::Device(std::string_view spec) : Device(parse_device(spec)) {}
 
 std::string Device::str() const {
   std::string s(device_type_name(type_));
-  if (index_ >= 0) s += ":" + std::to_string(index_);
+  if (index_ >= 0) {
+    s += ':';
+    s += std::to_string(index_);
+  }
   return s;
 }
 

@@ -164,8 +164,9 @@ class Printer {
       if (elided(size, k, summarize_)) slices.emplace_back("...");
       slices.push_back(str(dim + 1, indent + 1));
     }
-    std::string sep = "," + std::string(left - 1, '\n') + std::string(static_cast<size_t>(indent) + 1, ' ');
-    return "[" + join(slices, sep) + "]";
+    std::string sep(1, ',');
+    sep.append(left - 1, '\n').append(static_cast<size_t>(indent) + 1, ' ');
+    return bracketed(join(slices, sep));
   }
 
  private:
@@ -185,7 +186,17 @@ class Printer {
                                     data.begin() + static_cast<std::ptrdiff_t>(std::min(data.size(), k + per_line)));
       lines.push_back(join(line, ", "));
     }
-    return "[" + join(lines, ",\n" + std::string(static_cast<size_t>(indent) + 1, ' ')) + "]";
+    std::string sep(",\n");
+    sep.append(static_cast<size_t>(indent) + 1, ' ');
+    return bracketed(join(lines, sep));
+  }
+
+  // "[" + s + "]", built by appending: GCC 12 warns (-Wrestrict, a false
+  // positive) on operator+ with a literal on the left at -O3.
+  static std::string bracketed(const std::string& s) {
+    std::string r(1, '[');
+    r.append(s).push_back(']');
+    return r;
   }
 
   static std::string join(const std::vector<std::string>& parts, const std::string& sep) {
