@@ -7,6 +7,7 @@
 #include <string>
 
 #include "helpers.h"
+#include "kernels/cpu/parallel.h"
 
 using namespace tandem;
 using Catch::Contains;
@@ -44,6 +45,46 @@ std::vector<double> converted(const std::vector<double>& v, Dtype dtype) {
   for (double x : v) out.push_back(converted(x, dtype));
   return out;
 }
+
+// n source values that differ from their neighbours and that every dtype
+// holds exactly, but for bool: integers in [0, 250], or for a floating source
+// halves in [-60, 65] (negatives wrap in uint8, fractions truncate). 251,
+// never among them, poisons destinations.
+std::vector<double> pattern(int64_t n, Dtype from) {
+  const bool floating = from == kFloat32 || from == kFloat64 || from == kFloat16 || from == kBFloat16;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const double m = static_cast<double>((k * 37) % 251);
+    v[static_cast<size_t>(k)] = floating ? m * 0.5 - 60 : m;
+  }
+  return v;
+}
+
+// The (from, to) pairs the transposed-copy tests run: every dtype to itself,
+// and conversions between kinds and widths.
+std::vector<std::pair<Dtype, Dtype>> copy_pairs() {
+  std::vector<std::pair<Dtype, Dtype>> pairs;
+  for (Dtype dt : kAllDtypes) pairs.emplace_back(dt, dt);
+  pairs.insert(pairs.end(), {{kFloat32, kFloat16},
+                             {kFloat32, kFloat64},
+                             {kFloat64, kFloat32},
+                             {kFloat16, kFloat32},
+                             {kBFloat16, kFloat16},
+                             {kFloat32, kInt64},
+                             {kFloat32, kUInt8},
+                             {kInt32, kFloat32},
+                             {kUInt8, kInt64},
+                             {kBool, kFloat32},
+                             {kFloat64, kBool}});
+  return pairs;
+}
+
+// Runs a block with n CPU threads, so that the parallel split of a copy is
+// taken even on a one-core machine.
+struct Threads {
+  explicit Threads(int n) { cpu::set_num_threads(n); }
+  ~Threads() { cpu::set_num_threads(0); }
+};
 
 std::string where_from(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
@@ -235,6 +276,90 @@ DEVICE_TEST_CASE("copy_ broadcasts, converts and crosses devices", "[convert][co
                     "(shapes [2, 3] and [4] cannot be broadcast together)");
   CHECK_THROWS_WITH(zeros({3}, device).copy_(Tensor()),
                     "copy_: argument 'src' is an undefined tensor (a default-constructed Tensor)");
+}
+
+// Copies through a transpose take tiles on the CPU (edge tiles, blocks cut
+// by the edge, batch dims outside the transposed pair, threads): every element
+// is checked against its source element, computed here index by index.
+DEVICE_TEST_CASE("transposed copies, element by element", "[convert][copy][transpose]") {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 70},  {70, 1},   {3, 5},   {8, 8},   {64, 64},
+                                                           {65, 63}, {130, 67}, {7, 200}, {200, 9}, {129, 128}};
+  for (auto [from, to] : copy_pairs()) {
+    for (auto [rows, cols] : shapes) {
+      INFO(from << " -> " << to << ", (" << rows << ", " << cols << ")");
+      const std::vector<double> held = test::as_dtype(pattern(rows * cols, from), from);
+      // x(i, j) = held[j * rows + i]: the transpose of a contiguous (cols, rows).
+      Tensor x = make(held, {cols, rows}, from, device).t();
+      std::vector<double> expected(held.size());
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          expected[static_cast<size_t>(i * cols + j)] = converted(held[static_cast<size_t>(j * rows + i)], to);
+      Tensor out = x.to(to, false, true);
+      CHECK(out.is_contiguous());
+      check_values(out, expected, kExact);
+      // The other way round: a contiguous source into a transposed destination,
+      // d(i, j) = storage[j * rows + i].
+      Tensor storage = full({cols, rows}, 251, TensorOptions(to).device(device));
+      storage.t().copy_(make(held, {rows, cols}, from, device));
+      std::vector<double> stored(held.size());
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          stored[static_cast<size_t>(j * rows + i)] = converted(held[static_cast<size_t>(i * cols + j)], to);
+      check_values(storage, stored, kExact);
+    }
+  }
+}
+
+DEVICE_TEST_CASE("transposed copies with batch dims and threads", "[convert][copy][transpose]") {
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    Threads guard(threads);
+    for (auto [from, to] : {std::pair{kFloat32, kFloat32}, std::pair{kFloat64, kFloat64}, std::pair{kInt64, kInt64},
+                            std::pair{kUInt8, kUInt8}, std::pair{kFloat16, kFloat16}, std::pair{kFloat32, kBFloat16}}) {
+      INFO(from << " -> " << to);
+      // base(b, j, i) = held[(b * C + j) * R + i]; x = base.transpose(1, 2) is
+      // (B, R, C) with its last two dims transposed; big enough for threads.
+      const int64_t B = 3, R = 70, C = 250;
+      const std::vector<double> held = test::as_dtype(pattern(B * R * C, from), from);
+      Tensor base = make(held, {B, C, R}, from, device);
+      auto at = [&](int64_t b, int64_t j, int64_t i) { return held[static_cast<size_t>((b * C + j) * R + i)]; };
+      std::vector<double> expected;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < C; ++j) expected.push_back(converted(at(b, j, i), to));
+      check_values(base.transpose(1, 2).to(to, false, true), expected, kExact);
+      // Every other batch: an outer dim whose stride does not merge.
+      std::vector<double> sliced;
+      for (int64_t b = 0; b < B; b += 2)
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < C; ++j) sliced.push_back(converted(at(b, j, i), to));
+      check_values(base.slice(0, 0, B, 2).transpose(1, 2).to(to, false, true), sliced, kExact);
+      // The batch dim moved inside: permute(2, 0, 1) is (R, B, C), contiguous
+      // along its first dim; (B, C) merge into one dim of the copy.
+      std::vector<double> permuted;
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < C; ++j) permuted.push_back(converted(at(b, j, i), to));
+      check_values(base.permute({2, 0, 1}).to(to, false, true), permuted, kExact);
+      // A transposed matrix expanded along a new batch dim (stride 0).
+      Tensor m = base.select(0, 1).t();  // (R, C)
+      std::vector<double> expanded;
+      for (int64_t e = 0; e < 2; ++e)
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < C; ++j) expanded.push_back(converted(at(1, j, i), to));
+      Tensor dst = full({2, R, C}, 251, TensorOptions(to).device(device));
+      dst.copy_(m);
+      check_values(dst, expanded, kExact);
+      // Into the transposed last dims of a 4-d destination, from a source
+      // expanded along the first of its two batch dims.
+      Tensor d4 = full({2, B, C, R}, 251, TensorOptions(to).device(device));
+      d4.transpose(2, 3).copy_(base.transpose(1, 2).contiguous().expand({2, B, R, C}));
+      std::vector<double> back;
+      for (int64_t e = 0; e < 2; ++e)
+        for (double v : held) back.push_back(converted(v, to));
+      check_values(d4, back, kExact);
+    }
+  }
 }
 
 DEVICE_TEST_CASE("item() for every dtype", "[convert][item]") {

@@ -358,6 +358,75 @@ DEVICE_TEST_CASE("amax and amin over lists of dims", "[reduce][amax]") {
   CHECK(shape(zeros({0, 3}, TensorOptions(kFloat32).device(device)).amax({1})) == Shape{0});
 }
 
+// The CPU engine folds amax and amin in 16 independent lanes and tracks NaN
+// beside them: the extreme and any NaN must be found in every lane, in the
+// tail past the last full round of lanes, in a strided row and across the
+// threads' chunks of one long fold.
+DEVICE_TEST_CASE("amax and amin find the extreme and NaN in every lane and the tail", "[reduce][amax][nan]") {
+  const int64_t n = 16 * 3 + 5;
+  std::vector<double> base(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) base[static_cast<size_t>(i)] = static_cast<double>((i * 7) % n + 1);  // 1..53
+  for (Dtype dt : kAllDtypes) {
+    INFO(dt);
+    check_values(make(base, {n}, dt, device).amax(), {53});
+    check_values(make(base, {n}, dt, device).amin(), {1});
+    for (int64_t pos = 0; pos < n; ++pos) {
+      INFO("position " << pos);
+      std::vector<double> hi = base, lo = base;
+      hi[static_cast<size_t>(pos)] = 100;
+      lo[static_cast<size_t>(pos)] = 0;
+      check_values(make(hi, {n}, dt, device).amax(), {100});
+      check_values(make(hi, {n}, dt, device).max(), {100});
+      check_values(make(lo, {n}, dt, device).amin(), {0});
+      check_values(make(lo, {n}, dt, device).min(), {0});
+    }
+  }
+  for (Dtype dt : kFloatDtypes) {
+    INFO(dt);
+    for (int64_t pos = 0; pos < n; ++pos) {
+      INFO("position " << pos);
+      std::vector<double> v = base;
+      v[static_cast<size_t>(pos)] = kNaN;
+      Tensor x = make(v, {n}, dt, device);
+      check_values(x.amax(), {kNaN});
+      check_values(x.amin(), {kNaN});
+      check_values(x.max(), {kNaN});
+      check_values(x.min(), {kNaN});
+      // Row 0 holds the NaN, row 1 does not: one fold per output row.
+      std::vector<double> rows = v;
+      rows.insert(rows.end(), base.begin(), base.end());
+      Tensor r = make(rows, {2, n}, dt, device);
+      check_values(r.amax({1}), {kNaN, 53});
+      check_values(r.amin({1}), {kNaN, 1});
+      // Every other element of a row twice as long: a strided fold.
+      std::vector<double> wide(static_cast<size_t>(2 * n), -1000);
+      for (int64_t i = 0; i < n; ++i) wide[static_cast<size_t>(2 * i)] = v[static_cast<size_t>(i)];
+      Tensor s = make(wide, {2 * n}, dt, device).slice(0, 0, 2 * n, 2);
+      check_values(s.amax(), {kNaN});
+      check_values(s.amin(), {kNaN});
+    }
+    // Infinities are values, not NaN.
+    check_values(make({1, kInf, -kInf, 2}, {4}, dt, device).amax(), {kInf});
+    check_values(make({1, kInf, -kInf, 2}, {4}, dt, device).amin(), {-kInf});
+  }
+  // One long fold split across threads: a NaN in the last chunk and in the tail.
+  for (int threads : {1, 4}) {
+    INFO("threads " << threads);
+    Threads guard(threads);
+    std::vector<double> v(200003);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 1000);
+    check_values(make(v, {200003}, kFloat32, device).amax(), {999});
+    check_values(make(v, {200003}, kFloat64, device).amin(), {0});
+    for (size_t pos : {size_t{170001}, size_t{200002}}) {
+      INFO("NaN at " << pos);
+      std::vector<double> w = v;
+      w[pos] = kNaN;
+      check_values(make(w, {200003}, kFloat32, device).amax(), {kNaN});
+      check_values(make(w, {200003}, kFloat64, device).amin(), {kNaN});
+    }
+  }
+}
+
 DEVICE_TEST_CASE("argmax and argmin", "[reduce][argmax]") {
   for (Dtype dt : kAllDtypes) {
     INFO(dt);

@@ -2,6 +2,7 @@
 // through cpu_kernel.
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -26,6 +27,78 @@ std::pair<opmath_t<T>, opmath_t<T>> clamp_bounds(const UnaryParams& p) {
   if (p.a) lo = p.a->to<M>();
   if (p.b) hi = p.b->to<M>();
   return {lo, hi};
+}
+
+// A copy through a transpose (t().contiguous(), copy_ into a transposed
+// view) walks one side across its rows: element by element that is a new
+// cache line, and often a new page, per element. Instead it goes by tiles of
+// kTile x kTile elements, each copied in kBlock x kBlock blocks of fixed size
+// whose rows are whole cache lines (for 8-byte types) on both sides, so that
+// a line is used up while it is in L1 even when the row strides are powers of
+// two and every line of a tile maps to the same cache set.
+constexpr int64_t kTile = 64;
+constexpr int64_t kBlock = 8;
+static_assert(kTile % kBlock == 0, "tiles are made of whole blocks");
+
+// Whether the plan's two innermost dims are contiguous in swapped operands:
+// one along the innermost dim, the other along the dim outside it.
+template <typename To, typename From>
+bool swapped_inner_dims(const ElementwisePlan<2>& p) {
+  if (p.ndim < 2) return false;
+  const int64_t* inner = p.strides[p.ndim - 1];
+  const int64_t* outer = p.strides[p.ndim - 2];
+  constexpr int64_t to = sizeof(To), from = sizeof(From);
+  return (inner[0] == to && outer[1] == from && inner[1] != from) ||
+         (inner[1] == from && outer[0] == to && inner[0] != to);
+}
+
+// dst = src over a plan with swapped_inner_dims, tiles shared among threads.
+template <typename To, typename From>
+void copy_tiles(const ElementwisePlan<2>& p) {
+  const int last = p.ndim - 1;
+  // Name the two dims so that dst is contiguous along j and src along i:
+  // dst(i, j) = dst[i * dst_ld + j], src(i, j) = src[i + j * src_ld].
+  const bool dst_inner = p.strides[last][0] == int64_t{sizeof(To)};
+  const int di = dst_inner ? last - 1 : last, dj = dst_inner ? last : last - 1;
+  const int64_t rows = p.sizes[di], cols = p.sizes[dj];
+  // Every byte stride of a tensor is a multiple of its element size.
+  const int64_t dst_ld = p.strides[di][0] / int64_t{sizeof(To)}, src_ld = p.strides[dj][1] / int64_t{sizeof(From)};
+  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const int64_t tiles = row_tiles * col_tiles;
+  const int64_t matrices = p.numel / (rows * cols);
+  const fn::Cast<To> cast{};
+  auto convert = [&](From x) { return static_cast<To>(cast(static_cast<opmath_t<From>>(x))); };
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (kTile * kTile));
+  parallel_for(0, matrices * tiles, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      // The matrix's offsets over the outer dims, then the tile inside it.
+      int64_t m = t / tiles, dst_off = 0, src_off = 0;
+      for (int d = last - 2; d >= 0; --d) {
+        const int64_t idx = m % p.sizes[d];
+        m /= p.sizes[d];
+        dst_off += idx * p.strides[d][0];
+        src_off += idx * p.strides[d][1];
+      }
+      To* dst = reinterpret_cast<To*>(p.data[0] + dst_off);
+      const From* src = reinterpret_cast<const From*>(p.data[1] + src_off);
+      const int64_t i0 = (t % tiles) / col_tiles * kTile, j0 = (t % tiles) % col_tiles * kTile;
+      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t ib = i0; ib < i1; ib += kBlock) {
+        for (int64_t jb = j0; jb < j1; jb += kBlock) {
+          To* d = dst + ib * dst_ld + jb;
+          const From* s = src + ib + jb * src_ld;
+          if (ib + kBlock <= i1 && jb + kBlock <= j1) {
+            for (int64_t i = 0; i < kBlock; ++i)
+              for (int64_t j = 0; j < kBlock; ++j) d[i * dst_ld + j] = convert(s[i + j * src_ld]);
+          } else {
+            const int64_t bi = std::min(kBlock, i1 - ib), bj = std::min(kBlock, j1 - jb);
+            for (int64_t i = 0; i < bi; ++i)
+              for (int64_t j = 0; j < bj; ++j) d[i * dst_ld + j] = convert(s[i + j * src_ld]);
+          }
+        }
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -120,8 +193,11 @@ void copy(const Tensor& dst, const Tensor& src) {
     return;
   }
   dispatch_all(dst.dtype(), "copy (cpu)", [&]<typename To>() {
-    dispatch_all(src.dtype(), "copy (cpu)",
-                 [&]<typename From>() { cpu_kernel<To, From>(dst, {&src}, fn::Cast<To>{}); });
+    dispatch_all(src.dtype(), "copy (cpu)", [&]<typename From>() {
+      const ElementwisePlan<2> plan = make_plan<2>({&dst, &src});
+      if (swapped_inner_dims<To, From>(plan)) return copy_tiles<To, From>(plan);
+      cpu_kernel<To, From>(plan, fn::Cast<To>{});
+    });
   });
 }
 

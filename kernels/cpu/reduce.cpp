@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
@@ -21,10 +22,12 @@
 
 // Asks the compiler to vectorize the loop that follows: -O2 alone rarely does
 // it when the trip count is only known at run time.
+#ifndef TANDEM_SIMD
 #ifdef _OPENMP
 #define TANDEM_SIMD _Pragma("omp simd")
 #else
 #define TANDEM_SIMD
+#endif
 #endif
 
 namespace tandem::cpu {
@@ -246,10 +249,73 @@ class Cascade {
   uint64_t blocks_ = 0;
 };
 
+// amax and amin fold with fold_min_max; every other op (the inf norms too,
+// though built on MaxOps) takes the cascade.
+template <typename Ops>
+struct MinMaxFold : std::false_type {};
+template <typename A>
+struct MinMaxFold<fn::MaxOps<A>> : std::true_type {
+  static A pick(A a, A x) { return fn::max_skip_nan(a, x); }
+};
+template <typename A>
+struct MinMaxFold<fn::MinOps<A>> : std::true_type {
+  static A pick(A a, A x) { return fn::min_skip_nan(a, x); }
+};
+
+// Max and min are exact in any order, so they need no cascade, only
+// independent lanes folded without branches, which the compiler keeps in
+// vector registers (max_nan's NaN tests would keep it on one scalar chain).
+// pick skips a NaN, so each lane keeps a mask of the NaNs it saw (all ones,
+// as a vector compare gives) and any NaN makes the result NaN, as torch's.
+template <typename In, typename Ops>
+typename Ops::acc_t fold_min_max(const In* base, const DimGroup& red, int64_t r0, int64_t r1, const Ops& ops) {
+  using acc_t = typename Ops::acc_t;
+  using Pick = MinMaxFold<Ops>;
+  // As wide as acc_t, so that lanes and masks fill vectors alike.
+  using mask_t = std::conditional_t<sizeof(acc_t) == 8, int64_t, int32_t>;
+  constexpr bool has_nan = std::numeric_limits<acc_t>::has_quiet_NaN;
+  constexpr int kLanes = 16;
+  acc_t lane[kLanes];
+  mask_t nan[kLanes];
+  for (int k = 0; k < kLanes; ++k) {
+    lane[k] = ops.identity();
+    nan[k] = 0;
+  }
+  for_each_run(red, r0, r1, [&](int64_t off, int64_t n, int64_t stride, int64_t) {
+    const In* p = base + off;
+    int64_t i = 0;
+    if (stride == 1) {
+      for (; i + kLanes <= n; i += kLanes) {
+        TANDEM_SIMD
+        for (int k = 0; k < kLanes; ++k) {
+          const acc_t x = static_cast<acc_t>(p[i + k]);
+          lane[k] = Pick::pick(lane[k], x);
+          if constexpr (has_nan) nan[k] |= -static_cast<mask_t>(x != x);
+        }
+      }
+    }
+    for (; i < n; ++i) {
+      const acc_t x = static_cast<acc_t>(p[i * stride]);
+      lane[0] = Pick::pick(lane[0], x);
+      if constexpr (has_nan) nan[0] |= -static_cast<mask_t>(x != x);
+    }
+  });
+  acc_t r = lane[0];
+  mask_t any_nan = nan[0];
+  for (int k = 1; k < kLanes; ++k) {
+    r = Pick::pick(r, lane[k]);
+    any_nan |= nan[k];
+  }
+  if constexpr (has_nan)
+    if (any_nan) return std::numeric_limits<acc_t>::quiet_NaN();
+  return r;
+}
+
 // Folds linear indices [r0, r1) of the reduced space below base.
 template <typename In, typename Ops>
 typename Ops::acc_t fold(const In* base, const DimGroup& red, int64_t r0, int64_t r1, const Ops& ops) {
   using in_t = typename Ops::in_t;
+  if constexpr (MinMaxFold<Ops>::value) return fold_min_max(base, red, r0, r1, ops);
   if (r1 - r0 <= kShortFold) {
     // Two accumulators halve the chain of dependent operations.
     auto even = ops.identity(), odd = ops.identity();

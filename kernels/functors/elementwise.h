@@ -60,14 +60,15 @@ template <typename T>
 struct Sigmoid {
   TANDEM_HD_INLINE T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
 };
+// x < 0 is false for NaN and for -0.0, which both pass through unchanged, as
+// in torch.relu (clamp_min(x, 0)); one compare and one select vectorize.
 template <typename T>
 struct Relu {
   TANDEM_HD_INLINE T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>) {
-      return x > T(0) ? x : (x != x ? x : T(0));  // keeps NaN, as torch.relu
-    } else {
-      return x > T(0) ? x : T(0);
-    }
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return x < T(0) ? T(0) : x;
   }
 };
 // gelu(x) = x * Phi(x), exact (erf) form.

@@ -72,6 +72,19 @@ TANDEM_HD_INLINE T min_nan(T a, T b) {
   return (b < a || is_nan(b)) && !is_nan(a) ? b : a;
 }
 
+// Branch-free max/min that skip a NaN x (an IEEE comparison with NaN is
+// false), for folds that keep independent lanes in vector registers: they
+// track is_nan(x) on the side and return NaN if any element was one, which
+// gives max_nan's result.
+template <typename T>
+TANDEM_HD_INLINE T max_skip_nan(T a, T x) {
+  return x > a ? x : a;
+}
+template <typename T>
+TANDEM_HD_INLINE T min_skip_nan(T a, T x) {
+  return x < a ? x : a;
+}
+
 // ---- sum, mean, prod
 template <typename Acc>
 struct SumOps {
