@@ -1056,3 +1056,15 @@ DEVICE_TEST_CASE("many dims of size 1 do not count against the dims limit", "[el
   CHECK_THROWS_WITH(x.contiguous(),
                     Catch::Contains("elementwise ops support at most 16 non-mergeable dimensions of size > 1"));
 }
+
+DEVICE_TEST_CASE("signed zeros: relu keeps -0.0, abs gives +0.0, as torch", "[elementwise]") {
+  for (Dtype dt : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    INFO(dt);
+    Tensor z = test::make({-0.0, 0.0}, {2}, dt, device);
+    std::vector<double> r = relu(z).to_vector<double>(), a = abs(z).to_vector<double>();
+    CHECK(std::signbit(r[0]));
+    CHECK_FALSE(std::signbit(r[1]));
+    CHECK_FALSE(std::signbit(a[0]));
+    CHECK_FALSE(std::signbit(a[1]));
+  }
+}

@@ -13,18 +13,6 @@
 #include "tensor/core/shape.h"
 #include "tensor/core/tensor.h"
 
-// Marks a loop for vectorization. At -O2 (the default debugoptimized build)
-// GCC's cost model vectorizes no loop whose trip count is only known at run
-// time, and a select such as relu's becomes a branch per element, mispredicted
-// on data of random sign (40x slower than the vector loop).
-#ifndef TANDEM_SIMD
-#ifdef _OPENMP
-#define TANDEM_SIMD _Pragma("omp simd")
-#else
-#define TANDEM_SIMD
-#endif
-#endif
-
 namespace tandem::cpu {
 
 constexpr int kMaxDims = 16;

@@ -20,16 +20,6 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/functors/reduce.h"
 
-// Asks the compiler to vectorize the loop that follows: -O2 alone rarely does
-// it when the trip count is only known at run time.
-#ifndef TANDEM_SIMD
-#ifdef _OPENMP
-#define TANDEM_SIMD _Pragma("omp simd")
-#else
-#define TANDEM_SIMD
-#endif
-#endif
-
 namespace tandem::cpu {
 
 namespace {

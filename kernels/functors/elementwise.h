@@ -20,6 +20,8 @@ struct Abs {
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>)
       return x;
+    else if constexpr (std::is_floating_point_v<T>)
+      return std::fabs(x);  // abs(-0.0) is +0.0, as torch.abs
     else
       return x < T(0) ? -x : x;
   }
