@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tandem/tandem.h"
+#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
 
   try {
     std::printf("Tandem %s (%s)\n", version(), *build_features() ? build_features() : "cpu only");
+    device = resolve_device(device, "train");  // "cuda" -> cuda:0, or a clear error if there is none
     std::printf("device: %s\n", describe(device).c_str());
     if (cuda::is_emulated())
       std::printf("note: CUDA devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels\n");
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(n), static_cast<long long>(d), epochs, device.str().c_str(), secs);
     return 0;
   } catch (const Error& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
