@@ -1,23 +1,55 @@
 // The CUDA runtime layer: every runtime call checked, failures thrown as
-// CudaError (or OutOfMemoryError) with the call, file:line and CUDA's words.
+// CudaError with the call, file:line and CUDA's words.
 #include "kernels/cuda/runtime.h"
 
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <vector>
+
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 #include "tensor/core/errors.h"
 
-namespace tandem::cuda_runtime {
+namespace tandem::gpu {
 
-namespace {
-void check(cudaError_t err, const char* call, const char* file, int line) {
-  if (err == cudaSuccess) return;
-  cudaGetLastError();  // clear the sticky-free error state
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  cudaGetLastError();  // clear the error, so that the next call does not report it again
   throw CudaError(detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ", call,
                                   " at ", file, ":", line));
 }
-}  // namespace
 
-#define TANDEM_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
+void throw_cublas_error(int status, const char* call, const char* file, int line) {
+  throw CudaError(detail::str_cat("cuBLAS error: ", cublasGetStatusString(static_cast<cublasStatus_t>(status)), " (",
+                                  cublasGetStatusName(static_cast<cublasStatus_t>(status)), ") in ", call, " at ", file,
+                                  ":", line));
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  TANDEM_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) TANDEM_CUDA_CHECK(cudaSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+}
+
+int multiprocessor_count(int device) {
+  static std::mutex mu;
+  static std::vector<int> counts;
+  std::lock_guard<std::mutex> lock(mu);
+  if (counts.empty()) counts.assign(cuda_runtime::device_count(), 0);
+  TANDEM_INTERNAL_ASSERT(device >= 0 && device < static_cast<int>(counts.size()));
+  if (counts[device] == 0)
+    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
+  return counts[device];
+}
+
+}  // namespace tandem::gpu
+
+namespace tandem::cuda_runtime {
 
 bool compiled_with_cuda() { return true; }
 
@@ -47,28 +79,36 @@ Properties properties(int device) {
 }
 
 void* malloc_device(int device, size_t nbytes) {
-  TANDEM_CUDA_CHECK(cudaSetDevice(device));
+  gpu::DeviceGuard guard(device);
   void* ptr = nullptr;
   cudaError_t err = cudaMalloc(&ptr, nbytes);
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    throw OutOfMemoryError(detail::str_cat("CUDA out of memory. Tried to allocate ", nbytes, " bytes on cuda:", device,
-                                           " (capacity ", total_b, " bytes, ", free_b, " bytes free)"));
+    return nullptr;
   }
   TANDEM_CUDA_CHECK(err);
   return ptr;
 }
 
 void free_device(int device, void* ptr) {
-  TANDEM_CUDA_CHECK(cudaSetDevice(device));
+  gpu::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaFree(ptr));
+}
+
+void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) {
+  gpu::DeviceGuard guard(device);
+  TANDEM_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
 void* malloc_pinned(size_t nbytes) {
   void* ptr = nullptr;
-  TANDEM_CUDA_CHECK(cudaMallocHost(&ptr, nbytes));
+  cudaError_t err = cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable);
+  if (err == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw OutOfMemoryError(detail::str_cat("pin_memory: cannot allocate ", nbytes,
+                                           " bytes of pinned host memory (cudaHostAlloc: out of memory)"));
+  }
+  TANDEM_CUDA_CHECK(err);
   return ptr;
 }
 
@@ -76,17 +116,19 @@ void free_pinned(void* ptr) { TANDEM_CUDA_CHECK(cudaFreeHost(ptr)); }
 
 void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t nbytes, CopyKind kind) {
   switch (kind) {
-    case CopyKind::HostToDevice:
-      TANDEM_CUDA_CHECK(cudaSetDevice(dst_device));
+    case CopyKind::HostToDevice: {
+      gpu::DeviceGuard guard(dst_device);
       TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
       return;
-    case CopyKind::DeviceToHost:
-      TANDEM_CUDA_CHECK(cudaSetDevice(src_device));
+    }
+    case CopyKind::DeviceToHost: {
+      gpu::DeviceGuard guard(src_device);
       TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
       return;
+    }
     case CopyKind::DeviceToDevice:
       if (dst_device == src_device) {
-        TANDEM_CUDA_CHECK(cudaSetDevice(dst_device));
+        gpu::DeviceGuard guard(dst_device);
         TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
       } else {
         TANDEM_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes));
@@ -96,8 +138,79 @@ void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t n
 }
 
 void synchronize(int device) {
-  TANDEM_CUDA_CHECK(cudaSetDevice(device));
+  gpu::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void* stream_create(int device) {
+  gpu::DeviceGuard guard(device);
+  cudaStream_t s = nullptr;
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void stream_synchronize(int device, void* stream) {
+  gpu::DeviceGuard guard(device);
+  TANDEM_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+bool stream_query(int device, void* stream) {
+  gpu::DeviceGuard guard(device);
+  cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  TANDEM_CUDA_CHECK(err);
+  return true;
+}
+
+void stream_wait_event(int device, void* stream, void* event) {
+  gpu::DeviceGuard guard(device);
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
+void* event_create(int device, bool timing) {
+  gpu::DeviceGuard guard(device);
+  cudaEvent_t e = nullptr;
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return e;
+}
+
+void event_destroy(int device, void* event) {
+  gpu::DeviceGuard guard(device);
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));  // in destructors: never throws
+}
+
+void event_record(int device, void* event, void* stream) {
+  gpu::DeviceGuard guard(device);
+  TANDEM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+}
+
+void event_synchronize(void* event) { TANDEM_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
+bool event_query(void* event) {
+  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (err == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  TANDEM_CUDA_CHECK(err);
+  return true;
+}
+
+float event_elapsed_ms(void* start, void* end) {
+  float ms = 0;
+  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
+  return ms;
+}
+
+void memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, int device, void* stream) {
+  gpu::DeviceGuard guard(device);
+  cudaMemcpyKind k = kind == CopyKind::HostToDevice   ? cudaMemcpyHostToDevice
+                     : kind == CopyKind::DeviceToHost ? cudaMemcpyDeviceToHost
+                                                      : cudaMemcpyDeviceToDevice;
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, k, static_cast<cudaStream_t>(stream)));
 }
 
 }  // namespace tandem::cuda_runtime

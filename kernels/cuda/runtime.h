@@ -24,8 +24,12 @@ Properties properties(int device);
 // Why device_count() is 0, for messages ("no CUDA driver found", ...).
 std::string unavailable_reason();
 
-void* malloc_device(int device, size_t nbytes);  // throws OutOfMemoryError / CudaError
+// cudaMalloc: nullptr when the device is out of memory (the caching
+// allocator frees its cache and retries, then builds the message); other
+// failures throw CudaError.
+void* malloc_device(int device, size_t nbytes);
 void free_device(int device, void* ptr);
+void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes);
 void* malloc_pinned(size_t nbytes);
 void free_pinned(void* ptr);
 
@@ -33,5 +37,19 @@ enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 // Synchronous copy (device-to-device between any two devices).
 void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t nbytes, CopyKind kind);
 void synchronize(int device);
+
+// Streams and events; handles are cudaStream_t and cudaEvent_t.
+void* stream_create(int device);  // a non-blocking stream
+void stream_synchronize(int device, void* stream);
+bool stream_query(int device, void* stream);  // true when all its work is done
+void stream_wait_event(int device, void* stream, void* event);
+void* event_create(int device, bool timing);
+void event_destroy(int device, void* event);
+void event_record(int device, void* event, void* stream);
+void event_synchronize(void* event);
+bool event_query(void* event);
+float event_elapsed_ms(void* start, void* end);
+// Asynchronous copy on stream (device is the one that owns the stream).
+void memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, int device, void* stream);
 
 }  // namespace tandem::cuda_runtime

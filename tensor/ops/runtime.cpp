@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "kernels/cuda/allocator.h"
 #include "kernels/cuda/runtime.h"
 #include "tensor/core/errors.h"
 #include "tensor/ops/cuda.h"
@@ -21,37 +22,6 @@ constexpr int kMaxEmulated = 16;
 
 }  // namespace
 
-int detail::parse_emulated_count(const char* env) {
-  if (env == nullptr || *env == '\0') return 0;
-  char* end = nullptr;
-  long n = std::strtol(env, &end, 10);
-  TANDEM_CHECK(*end == '\0' && n >= 0 && n <= kMaxEmulated, ValueError,
-               "TANDEM_EMULATE_CUDA must be a number of devices between 0 and ", kMaxEmulated, ", got '", env, "'");
-  return static_cast<int>(n);
-}
-
-size_t detail::parse_emulated_memory(const char* env) {
-  if (env == nullptr || *env == '\0') return 0;
-  char* end = nullptr;
-  double v = std::strtod(env, &end);
-  double scale = 1;
-  std::string suffix(end);
-  if (suffix == "K" || suffix == "KiB")
-    scale = 1024.0;
-  else if (suffix == "M" || suffix == "MiB")
-    scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else
-    TANDEM_CHECK(suffix.empty(), ValueError,
-                 "TANDEM_EMULATE_CUDA_MEMORY must be a byte count with an optional K, M or G "
-                 "suffix (e.g. 512M), got '",
-                 env, "'");
-  TANDEM_CHECK(end != env && v > 0, ValueError, "TANDEM_EMULATE_CUDA_MEMORY must be a positive byte count, got '", env,
-               "'");
-  return static_cast<size_t>(v * scale);
-}
-
 namespace {
 
 std::atomic<size_t> g_emulated_allocated[kMaxEmulated];
@@ -64,16 +34,6 @@ void* host_alloc(size_t nbytes) {
 }
 
 }  // namespace
-
-int emulated_device_count() {
-  static const int n = detail::parse_emulated_count(std::getenv("TANDEM_EMULATE_CUDA"));
-  return n;
-}
-
-size_t emulated_memory_capacity() {
-  static const size_t c = detail::parse_emulated_memory(std::getenv("TANDEM_EMULATE_CUDA_MEMORY"));
-  return c;
-}
 
 size_t emulated_memory_allocated(int device) {
   TANDEM_INTERNAL_ASSERT(device >= 0 && device < kMaxEmulated);
@@ -138,8 +98,7 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
           g_emulated_allocated[index].fetch_sub(nbytes);
         });
       }
-      void* p = cuda_runtime::malloc_device(index, std::max<size_t>(nbytes, 1));
-      return std::make_shared<Storage>(p, nbytes, device, [index](void* q) { cuda_runtime::free_device(index, q); });
+      return gpu::allocate_device(index, nbytes);
     }
   }
   return nullptr;

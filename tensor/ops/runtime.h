@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "kernels/cuda/emulation.h"
 #include "tensor/core/device.h"
 #include "tensor/core/storage.h"
 
@@ -16,18 +17,6 @@ Backend backend_of(Device device);
 
 // "cuda" means the current device, cuda:0 for now; checks the index exists.
 Device resolve_device(Device device, const char* op = "to");
-
-// Emulation, read once from TANDEM_EMULATE_CUDA and TANDEM_EMULATE_CUDA_MEMORY.
-int emulated_device_count();
-size_t emulated_memory_capacity();  // bytes per emulated device; 0 = unlimited
-
-namespace detail {
-// The values of TANDEM_EMULATE_CUDA (a device count, 0 to 16) and
-// TANDEM_EMULATE_CUDA_MEMORY (bytes with an optional K/M/G suffix; 0 when
-// unset); a bad value is a ValueError naming the variable.
-int parse_emulated_count(const char* value);
-size_t parse_emulated_memory(const char* value);
-}  // namespace detail
 
 std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pinned = false);
 
