@@ -1,7 +1,7 @@
-// The CPU elementwise engine: an ElementwisePlan views the output and its
-// inputs at the output's shape (broadcast dims get stride 0), merges dims
-// that are contiguous in every operand, and cpu_kernel applies a per-element
-// functor over it, in parallel for large tensors.
+// The CPU elementwise engine: cpu_kernel applies a per-element functor over
+// an ElementwisePlan (kernels/elementwise_plan.h: the operands viewed at the
+// output's shape, dims merged where every operand is contiguous across
+// them), in parallel for large tensors.
 #pragma once
 
 #include <array>
@@ -10,73 +10,17 @@
 #include <utility>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/elementwise_plan.h"
 #include "tensor/core/shape.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::cpu {
 
-constexpr int kMaxDims = 16;
-
-// N operands, the output first. Sizes and strides are innermost-last;
-// strides are in bytes.
-template <int N>
-struct ElementwisePlan {
-  int ndim = 0;
-  int64_t numel = 1;
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims][N];
-  char* data[N];
-};
-
-// A plan over `shape` for N operands given by base pointers and byte strides
-// (0 where an operand does not move along a dim). Size-1 dims are dropped and
-// a dim is merged into the one inside it when every operand allows it.
-template <int N>
-ElementwisePlan<N> strided_plan(IntArrayRef shape, const std::array<char*, N>& data,
-                                const std::array<Shape, N>& byte_strides) {
-  ElementwisePlan<N> p;
-  for (int k = 0; k < N; ++k) p.data[k] = data[k];
-  p.numel = shape_numel(shape);
-  // Walk from the innermost dim outwards.
-  int nd = 0;
-  int64_t sizes_rev[kMaxDims];
-  int64_t strides_rev[kMaxDims][N];
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    bool merge = nd > 0;
-    for (int k = 0; k < N && merge; ++k) merge = byte_strides[k][i] == strides_rev[nd - 1][k] * sizes_rev[nd - 1];
-    if (merge) {
-      sizes_rev[nd - 1] *= shape[i];
-    } else {
-      // Only dims that survive dropping and merging count against the limit.
-      TANDEM_CHECK(nd < kMaxDims, ShapeError, "elementwise ops support at most ", kMaxDims,
-                   " non-mergeable dimensions of size > 1 (shape ", shape_str(shape), ")");
-      sizes_rev[nd] = shape[i];
-      for (int k = 0; k < N; ++k) strides_rev[nd][k] = byte_strides[k][i];
-      ++nd;
-    }
-  }
-  p.ndim = nd;
-  for (int d = 0; d < nd; ++d) {
-    p.sizes[d] = sizes_rev[nd - 1 - d];
-    for (int k = 0; k < N; ++k) p.strides[d][k] = strides_rev[nd - 1 - d][k];
-  }
-  return p;
-}
-
-// The plan for an output (ops[0]) and inputs that broadcast to its shape.
-template <int N>
-ElementwisePlan<N> make_plan(const std::array<const Tensor*, N>& ops) {
-  IntArrayRef shape = ops[0]->sizes();
-  std::array<char*, N> data;
-  std::array<Shape, N> byte_strides;
-  for (int k = 0; k < N; ++k) {
-    data[k] = static_cast<char*>(ops[k]->data_ptr());
-    byte_strides[k] = broadcast_strides(ops[k]->sizes(), ops[k]->strides(), shape);
-    for (int64_t& st : byte_strides[k]) st *= static_cast<int64_t>(ops[k]->element_size());
-  }
-  return strided_plan<N>(shape, data, byte_strides);
-}
+// The plan is shared with the CUDA backend (kernels/elementwise_plan.h).
+using ::tandem::ElementwisePlan;
+using ::tandem::kMaxDims;
+using ::tandem::make_plan;
+using ::tandem::strided_plan;
 
 // Calls inner(ptrs, inner_strides, n) for runs along the innermost dim that
 // cover linear indices [begin, end) of the plan.
