@@ -1,13 +1,18 @@
 // Elementwise ops: unary math against <cmath> in double, binary ops with
 // broadcasting and PyTorch's type promotion, scalar operands, 0-dim, empty,
 // non-contiguous and expanded inputs, in-place forms and every error they
-// throw, where/clamp/masked_fill/fill_, and the parallel path, on every device.
+// throw, where/clamp/masked_fill/fill_, and the parallel path, on every device;
+// then the CUDA launcher's index math (kernels/cuda/loops.h), on the cpu.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 
 #include "helpers.h"
+#include "kernels/cpu/loops.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cuda/loops.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;
@@ -1067,4 +1072,205 @@ DEVICE_TEST_CASE("signed zeros: relu keeps -0.0, abs gives +0.0, as torch", "[el
     CHECK_FALSE(std::signbit(a[0]));
     CHECK_FALSE(std::signbit(a[1]));
   }
+}
+
+// ---------------------------------------------------------------- the CUDA launcher's index math, on the cpu
+// kernels/cuda/loops.h is plain C++: its divider, offset calculator, 32-bit
+// splitting and vectorization check are proven here, where no GPU is needed.
+namespace {
+
+// (byte offset of each operand) for every element of a plan, in the order
+// plan_for_each visits them, i.e. by linear index.
+template <int N>
+std::vector<std::array<int64_t, N>> plan_offsets(const ElementwisePlan<N>& p, const std::array<char*, N>& base) {
+  std::vector<std::array<int64_t, N>> out;
+  cpu::plan_for_each<N>(p, 0, p.numel, [&](char** ptrs, const int64_t* strides, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::array<int64_t, N> o;
+      for (int k = 0; k < N; ++k) o[k] = ptrs[k] + i * strides[k] - base[k];
+      out.push_back(o);
+    }
+  });
+  return out;
+}
+
+template <int N>
+std::vector<std::array<int64_t, N>> calculator_offsets(const ElementwisePlan<N>& p, const std::array<char*, N>& base) {
+  gpu::OffsetCalculator<N> calc(p);
+  std::vector<std::array<int64_t, N>> out;
+  for (int64_t i = 0; i < p.numel; ++i) {
+    gpu::Offsets<N> off = calc.get(static_cast<uint32_t>(i));
+    std::array<int64_t, N> o;
+    for (int k = 0; k < N; ++k) o[k] = p.data[k] + off.at[k] - base[k];
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("IntDivider divides every 31-bit numerator exactly", "[elementwise][cuda-index]") {
+  std::vector<uint32_t> divisors = {1,
+                                    2,
+                                    3,
+                                    5,
+                                    7,
+                                    10,
+                                    16,
+                                    31,
+                                    32,
+                                    33,
+                                    37,
+                                    100,
+                                    641,
+                                    1000,
+                                    4095,
+                                    4096,
+                                    4097,
+                                    65535,
+                                    65536,
+                                    65537,
+                                    1u << 20,
+                                    (1u << 20) + 1,
+                                    1000003,
+                                    (1u << 30) - 1,
+                                    1u << 30,
+                                    (1u << 30) + 1,
+                                    0x7fffffffu - 1,
+                                    0x7fffffffu};
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 33);  // 31 bits
+  };
+  for (int i = 0; i < 200; ++i) divisors.push_back(std::max<uint32_t>(1, next() >> (next() % 31)));
+  for (uint32_t d : divisors) {
+    gpu::IntDivider div(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 0x7fffffffu, 0x7ffffffeu, 0x40000000u};
+    for (int i = 0; i < 200; ++i) ns.push_back(next());
+    for (uint32_t n : ns) {
+      if (n > 0x7fffffffu) continue;
+      INFO("n = " << n << ", d = " << d);
+      REQUIRE(div.div(n) == n / d);
+    }
+  }
+}
+
+TEST_CASE("the offset calculator maps linear indices as the CPU plan walk does", "[elementwise][cuda-index]") {
+  Tensor out = empty({4, 5, 6});
+  std::vector<std::pair<const char*, Tensor>> inputs = {
+      {"contiguous", empty({4, 5, 6})},
+      {"permuted", empty({6, 4, 5}).permute({1, 2, 0})},
+      {"sliced", empty({4, 10, 13}).slice(1, 1, 10, 2).slice(2, 0, 12, 2)},
+      {"broadcast", empty({5, 1}).expand({4, 5, 6})},
+      {"0-dim", empty({}).expand({4, 5, 6})},
+  };
+  for (auto& [name, in] : inputs) {
+    INFO(name);
+    auto plan = make_plan<2>({&out, &in});
+    std::array<char*, 2> base = {plan.data[0], plan.data[1]};
+    CHECK(calculator_offsets<2>(plan, base) == plan_offsets<2>(plan, base));
+  }
+  // A 0-dim plan: one element, every offset 0.
+  Tensor s = empty({}), t = empty({});
+  auto plan = make_plan<2>({&s, &t});
+  CHECK(plan.ndim == 0);
+  CHECK(gpu::OffsetCalculator<2>(plan).get(0).at[1] == 0);
+  // Over only the outer dims (the tiled copy's matrices).
+  auto plan3 = make_plan<2>({&out, &inputs[1].second});
+  gpu::OffsetCalculator<2> outer(plan3, 1);
+  for (int64_t m = 0; m < 4; ++m) CHECK(outer.get(static_cast<uint32_t>(m)).at[0] == m * plan3.strides[0][0]);
+}
+
+TEST_CASE("plans too large for 32-bit indexing split into pieces that cover them once", "[elementwise][cuda-index]") {
+  Tensor out = empty({30, 40});
+  std::vector<std::pair<const char*, Tensor>> inputs = {
+      {"contiguous", empty({30, 40})},
+      {"transposed", empty({40, 30}).t()},
+      {"broadcast", empty({30, 1}).expand({30, 40})},
+  };
+  for (auto& [name, in] : inputs) {
+    INFO(name);
+    auto plan = make_plan<2>({&out, &in});
+    std::array<char*, 2> base = {plan.data[0], plan.data[1]};
+    for (int64_t limit : {int64_t{100}, int64_t{1000}, int64_t{4795}, int64_t{1} << 20}) {
+      INFO("limit " << limit);
+      std::vector<std::array<int64_t, 2>> got;
+      int pieces = 0;
+      for_each_32bit_piece<2>(
+          plan,
+          [&](const ElementwisePlan<2>& piece) {
+            ++pieces;
+            CHECK(fits_32bit_indexing(piece, limit));
+            auto part = calculator_offsets<2>(piece, base);
+            got.insert(got.end(), part.begin(), part.end());
+          },
+          limit);
+      auto want = plan_offsets<2>(plan, base);
+      std::sort(got.begin(), got.end());
+      std::sort(want.begin(), want.end());
+      CHECK(got == want);
+      CHECK((pieces > 1) == !fits_32bit_indexing(plan, limit));
+    }
+  }
+}
+
+TEST_CASE("a contiguous plan over 2^31 bytes splits into aligned pieces", "[elementwise][cuda-index]") {
+  // Not a real tensor: a plan with a fake, 16-byte aligned base is enough.
+  char* fake = reinterpret_cast<char*>(uintptr_t{1} << 40);
+  const int64_t n = (int64_t{1} << 31) + 77;  // float elements, 8 GiB
+  auto plan = strided_plan<2>({n}, {fake, fake + (int64_t{1} << 36)}, {Shape{4}, Shape{4}});
+  CHECK_FALSE(fits_32bit_indexing(plan));
+  int64_t covered = 0;
+  char* next = fake;
+  for_each_32bit_piece<2>(plan, [&](const ElementwisePlan<2>& piece) {
+    CHECK(fits_32bit_indexing(piece));
+    CHECK(piece.data[0] == next);
+    CHECK(reinterpret_cast<uintptr_t>(piece.data[0]) % 16 == 0);
+    CHECK(piece.data[1] - piece.data[0] == (int64_t{1} << 36));
+    next += piece.numel * 4;
+    covered += piece.numel;
+  });
+  CHECK(covered == n);
+  // One huge stride with few elements: the dim splits down to size 1.
+  auto wide = strided_plan<1>({3, 5}, {fake}, {Shape{int64_t{1} << 33, 4}});
+  int64_t seen = 0;
+  for_each_32bit_piece<1>(wide, [&](const ElementwisePlan<1>& piece) {
+    CHECK(fits_32bit_indexing(piece));
+    CHECK(gpu::OffsetCalculator<1>(piece).get(static_cast<uint32_t>(piece.numel - 1)).at[0] == 16);
+    seen += piece.numel;
+  });
+  CHECK(seen == 15);
+}
+
+TEST_CASE("the vectorized path takes contiguous, aligned operands only", "[elementwise][cuda-index]") {
+  static_assert(gpu::vector_elements<float, float, float>() == 4);
+  static_assert(gpu::vector_elements<BFloat16, BFloat16>() == 8);
+  static_assert(gpu::vector_elements<bool, double, double>() == 2);
+  static_assert(gpu::vector_elements<uint8_t>() == 16);
+  const int sizes[3] = {4, 4, 4};
+  Tensor a = empty({1027}), b = empty({1027}), base = empty({1028});
+  uint32_t broadcast = 99;
+  auto plan = make_plan<3>({&a, &a, &b});
+  CHECK(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK(broadcast == 0);
+  Tensor scalar = empty({});
+  Tensor scalar_b = scalar.expand({1027});
+  plan = make_plan<3>({&a, &scalar_b, &b});
+  CHECK(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK(broadcast == 1);
+  Tensor misaligned = base.narrow(0, 1, 1027);
+  plan = make_plan<3>({&a, &misaligned, &b});
+  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  plan = make_plan<3>({&misaligned, &a, &b});
+  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  Tensor strided = empty({2054}).slice(0, 0, 2054, 2);
+  plan = make_plan<3>({&a, &strided, &b});
+  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  Tensor m = empty({30, 40}), mt = empty({40, 30}).t();
+  plan = make_plan<3>({&m, &m, &mt});
+  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  Tensor row = empty({40}).expand({30, 40});
+  plan = make_plan<3>({&m, &m, &row});
+  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
 }
