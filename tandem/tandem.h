@@ -8,6 +8,7 @@
 #include "tensor/core/errors.h"
 #include "tensor/core/tensor.h"
 #include "tensor/ops/cuda.h"
+#include "tensor/ops/cuda_matmul.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/index.h"
