@@ -60,7 +60,7 @@ void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("gat
 void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { no_cuda("scatter_add"); }
 void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("index_select"); }
 void one_hot(const Tensor&, const Tensor&) { no_cuda("one_hot"); }
-void matmul(const Tensor&, const Tensor&, const Tensor&) { no_cuda("matmul"); }
+void matmul(const Tensor&, const Tensor&, const Tensor&, bool) { no_cuda("matmul"); }
 void uniform(const Tensor&, PhiloxState, double, double) { no_cuda("uniform_"); }
 void normal(const Tensor&, PhiloxState, double, double) { no_cuda("normal_"); }
 void randint(const Tensor&, PhiloxState, int64_t, int64_t) { no_cuda("random_"); }

@@ -7,8 +7,10 @@
 #include <string>
 
 #include "kernels/cpu/linalg.h"
+#include "kernels/cuda/linalg.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
+#include "tensor/ops/cuda_matmul.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 
@@ -92,7 +94,7 @@ Tensor run_product(const char* op, const Tensor& a, const Tensor& b, const Shape
   Tensor ov = detail::make_view(out, kshape, contiguous_strides(kshape), out.storage_offset());
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::matmul(ov, av, bv); break;
-    case Backend::CUDA: not_implemented_on(op, out.device(), out.dtype());
+    case Backend::CUDA: gpu::matmul(ov, av, bv, cuda::matmul_allow_tf32()); break;
   }
   return out;
 }
