@@ -132,7 +132,8 @@ TEST_CASE("cuda queries never crash", "[core][cuda]") {
     CHECK(cuda::get_device_properties(0).total_memory == 256u * 1024 * 1024);
   }
   CHECK_THROWS_AS(cuda::get_device_properties(n), DeviceError);
-  CHECK_THROWS_WITH(cuda::get_device_name(n + 3), Catch::Contains("invalid device"));
+  CHECK_THROWS_WITH(cuda::get_device_name(n + 3),
+                    Catch::Contains(n == 0 ? "CUDA is not available" : "invalid device " + std::to_string(n + 3)));
 }
 
 TEST_CASE("Allocating on a missing device is a clear error", "[core][cuda]") {
@@ -149,26 +150,6 @@ TEST_CASE("Allocating on a missing device is a clear error", "[core][cuda]") {
 TEST_CASE("Version query", "[core]") {
   CHECK(std::string(version()) == TANDEM_VERSION_STRING);
   CHECK(TANDEM_VERSION_MAJOR == 0);
-}
-
-TEST_CASE("emulated device memory has a capacity and a clear out-of-memory error", "[core][cuda]") {
-  if (!cuda::is_emulated()) return;
-  // The suite's emulated run caps each device at 256M.
-  REQUIRE(emulated_memory_capacity() == 256u * 1024 * 1024);
-  size_t before = emulated_memory_allocated(0);
-  {
-    Tensor a = empty({1024, 1024}, TensorOptions(kFloat32).device("cuda:0"));  // 4 MiB
-    CHECK(emulated_memory_allocated(0) == before + 4u * 1024 * 1024);
-    CHECK(emulated_memory_allocated(1) == 0);
-    CHECK_THROWS_AS(empty({100, 1024, 1024}, TensorOptions(kFloat32).device("cuda:0")), OutOfMemoryError);
-    CHECK_THROWS_WITH(empty({100, 1024, 1024}, TensorOptions(kFloat32).device("cuda:0")),
-                      Catch::StartsWith("CUDA out of memory. Tried to allocate 419430400 bytes on cuda:0 (emulated; "
-                                        "capacity 268435456 bytes set by TANDEM_EMULATE_CUDA_MEMORY, ") &&
-                          Catch::Contains("Use a smaller batch"));
-    // A failed allocation holds nothing.
-    CHECK(emulated_memory_allocated(0) == before + 4u * 1024 * 1024);
-  }
-  CHECK(emulated_memory_allocated(0) == before);
 }
 
 TEST_CASE("the emulation variables are parsed strictly", "[core][cuda]") {

@@ -32,7 +32,7 @@ std::string device_error(const std::function<void()>& f) {
 std::vector<size_t> emulated_bytes() {
   std::vector<size_t> out;
   if (cuda::is_emulated())
-    for (int i = 0; i < cuda::device_count(); ++i) out.push_back(emulated_memory_allocated(i));
+    for (int i = 0; i < cuda::device_count(); ++i) out.push_back(cuda::memory_allocated(i));
   return out;
 }
 

@@ -63,6 +63,10 @@ class TensorOptions {
 inline TensorOptions dtype(Dtype d) { return TensorOptions(d); }
 inline TensorOptions device(Device d) { return TensorOptions(d); }
 
+namespace cuda {
+class Stream;
+}
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape sizes;
@@ -129,6 +133,14 @@ class Tensor {
   Tensor cpu(std::source_location loc = std::source_location::current()) const;
   Tensor cuda(int index = -1, std::source_location loc = std::source_location::current()) const;
   Tensor& copy_(const Tensor& src, bool non_blocking = false);
+
+  // ---- pinned memory and streams (tensor/ops/cuda.cpp)
+  // This cpu tensor in pinned host memory, from the pinned caching allocator
+  // (itself when already pinned): copies from it to a GPU can be asynchronous.
+  Tensor pin_memory() const;
+  // The tensor's memory is also used by work queued on stream (not the one
+  // it was allocated on): its block waits for that work before reuse.
+  void record_stream(const cuda::Stream& stream) const;
   Scalar item() const;
   template <typename T>
   T item() const {

@@ -29,7 +29,7 @@ bool same_view(const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   check_defined("copy_", {{"self", *this}, {"src", src}});
   detail::check_writable(*this, "copy_");
   Shape shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
@@ -41,13 +41,17 @@ Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
     if (!same_view(*this, src)) copy_same_device(*this, src.shares_storage(*this) ? src.clone() : src);
   } else {
     // Bring src to dst's dtype and shape, contiguous, on its own device; then
-    // move the bytes; then lay them out as dst if dst is not contiguous.
+    // move the bytes; then lay them out as dst if dst is not contiguous. The
+    // byte copy is asynchronous when non_blocking and the host side is
+    // pinned (a converted or made-contiguous source is not: it is pageable).
     Tensor s = src.to(dtype()).expand(sizes()).contiguous();
     if (is_contiguous()) {
-      copy_bytes(data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+      copy_bytes(data_ptr(), device(), s.data_ptr(), s.device(), nbytes(), non_blocking, storage().get(),
+                 s.storage().get());
     } else {
       Tensor tmp = detail::make_result(sizes(), dtype(), device(), origin());
-      copy_bytes(tmp.data_ptr(), device(), s.data_ptr(), s.device(), nbytes());
+      copy_bytes(tmp.data_ptr(), device(), s.data_ptr(), s.device(), nbytes(), non_blocking, tmp.storage().get(),
+                 s.storage().get());
       copy_same_device(*this, tmp);
     }
   }
@@ -60,7 +64,15 @@ Tensor Tensor::to(Device target, Dtype dt, bool non_blocking, bool copy, std::so
   target = resolve_device(target, "to");
   if (target == device() && dt == dtype() && !copy) return *this;
   Origin origin = target == device() ? Origin::computed("to", this->origin()) : Origin::moved(".to()", loc);
-  Tensor out = detail::make_result(sizes(), dt, target, origin);
+  Tensor out;
+  if (non_blocking && target.is_cpu() && is_cuda()) {
+    // As PyTorch: a non-blocking copy to the cpu lands in pinned memory, so
+    // that it can be asynchronous; synchronize before reading it.
+    out = empty(sizes(), TensorOptions(dt).pinned_memory(true));
+    out.set_origin(origin);
+  } else {
+    out = detail::make_result(sizes(), dt, target, origin);
+  }
   out.copy_(*this, non_blocking);
   return out;
 }

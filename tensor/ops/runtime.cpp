@@ -1,15 +1,14 @@
-// Device runtime: emulation switch, storage allocation and raw copies.
+// Device runtime: which backend runs a device's ops, storage allocation and
+// raw copies between devices.
 #include "tensor/ops/runtime.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <new>
-#include <string>
 
 #include "kernels/cuda/allocator.h"
+#include "kernels/cuda/host_allocator.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
 #include "tensor/core/errors.h"
 #include "tensor/ops/cuda.h"
 
@@ -18,13 +17,6 @@ namespace tandem {
 namespace {
 
 constexpr size_t kHostAlignment = 64;
-constexpr int kMaxEmulated = 16;
-
-}  // namespace
-
-namespace {
-
-std::atomic<size_t> g_emulated_allocated[kMaxEmulated];
 
 void* host_alloc(size_t nbytes) {
   size_t rounded = (std::max<size_t>(nbytes, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
@@ -34,11 +26,6 @@ void* host_alloc(size_t nbytes) {
 }
 
 }  // namespace
-
-size_t emulated_memory_allocated(int device) {
-  TANDEM_INTERNAL_ASSERT(device >= 0 && device < kMaxEmulated);
-  return g_emulated_allocated[device].load();
-}
 
 Backend backend_of(Device device) {
   switch (device.type()) {
@@ -56,7 +43,7 @@ Device resolve_device(Device device, const char* op) {
       TANDEM_CHECK(count > 0, DeviceError, op, ": cannot use device '", device.str(), "': CUDA is not available (",
                    cuda_runtime::unavailable_reason(),
                    "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
-      int index = device.has_index() ? device.index() : 0;
+      int index = device.has_index() ? device.index() : gpu::current_device();
       TANDEM_CHECK(index < count, DeviceError, op, ": invalid device '", device.str(), "': there ",
                    count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s",
                    " (cuda:0 to cuda:", count - 1, ")");
@@ -66,91 +53,70 @@ Device resolve_device(Device device, const char* op) {
   return device;
 }
 
+void check_pinning_possible(const char* op) {
+  TANDEM_CHECK(cuda::is_available(), DeviceError, op,
+               ": pinned memory is page-locked host memory for fast copies to a GPU, and CUDA is not available (",
+               cuda_runtime::unavailable_reason(),
+               "). Leave pin_memory off on this machine, or set TANDEM_EMULATE_CUDA=1 to emulate a device");
+}
+
 std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pinned) {
   switch (device.type()) {
-    case DeviceType::CPU: {
-      if (pinned && !cuda::is_emulated()) {
-        void* p = cuda_runtime::malloc_pinned(std::max<size_t>(nbytes, 1));
-        return std::make_shared<Storage>(
-            p, nbytes, device, [](void* q) { cuda_runtime::free_pinned(q); }, true);
+    case DeviceType::CPU:
+      if (pinned) {
+        check_pinning_possible("pin_memory");
+        return gpu::allocate_pinned(nbytes);
       }
-      // Emulated pinned memory is ordinary host memory that says it is pinned.
-      return std::make_shared<Storage>(
-          host_alloc(nbytes), nbytes, device, [](void* q) { std::free(q); }, pinned);
-    }
-    case DeviceType::CUDA: {
+      return std::make_shared<Storage>(host_alloc(nbytes), nbytes, device, [](void* q) { std::free(q); });
+    case DeviceType::CUDA:
       TANDEM_INTERNAL_ASSERT(device.has_index(), "allocate_storage needs a resolved device");
-      int index = device.index();
-      if (backend_of(device) == Backend::CPU) {
-        size_t cap = emulated_memory_capacity();
-        size_t before = g_emulated_allocated[index].fetch_add(nbytes);
-        if (cap != 0 && before + nbytes > cap) {
-          g_emulated_allocated[index].fetch_sub(nbytes);
-          throw OutOfMemoryError(
-              detail::str_cat("CUDA out of memory. Tried to allocate ", nbytes, " bytes on ", device.str(),
-                              " (emulated; capacity ", cap, " bytes set by TANDEM_EMULATE_CUDA_MEMORY, ", before,
-                              " bytes allocated by Tandem). Use a smaller batch, run evaluation under NoGradGuard, "
-                              "or free tensors you no longer need"));
-        }
-        void* p = host_alloc(nbytes);
-        return std::make_shared<Storage>(p, nbytes, device, [index, nbytes](void* q) {
-          std::free(q);
-          g_emulated_allocated[index].fetch_sub(nbytes);
-        });
-      }
-      return gpu::allocate_device(index, nbytes);
-    }
+      return gpu::allocate_device(device.index(), nbytes);
   }
   return nullptr;
 }
 
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+namespace {
+
+// The cuda device of a copy's stream, and the stream: the current one there.
+gpu::StreamRef copy_stream(Device d) { return gpu::current_stream(d.index()); }
+
+}  // namespace
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool non_blocking,
+                const Storage* dst_storage, const Storage* src_storage) {
   if (nbytes == 0) return;
   bool dst_host = backend_of(dst_device) == Backend::CPU;
   bool src_host = backend_of(src_device) == Backend::CPU;
   using cuda_runtime::CopyKind;
   if (dst_host && src_host) {
     std::memcpy(dst, src, nbytes);
-  } else if (src_host) {
-    cuda_runtime::memcpy(dst, dst_device.index(), src, -1, nbytes, CopyKind::HostToDevice);
-  } else if (dst_host) {
-    cuda_runtime::memcpy(dst, -1, src, src_device.index(), nbytes, CopyKind::DeviceToHost);
-  } else {
+    return;
+  }
+  if (!dst_host && !src_host && dst_device != src_device) {
+    // Between two GPUs: both sides' queued work first, then a peer copy.
+    cuda_runtime::stream_synchronize(src_device.index(), copy_stream(src_device).handle);
+    cuda_runtime::stream_synchronize(dst_device.index(), copy_stream(dst_device).handle);
     cuda_runtime::memcpy(dst, dst_device.index(), src, src_device.index(), nbytes, CopyKind::DeviceToDevice);
+    return;
+  }
+  // Every copy that touches one GPU is queued on that device's current
+  // stream, after the kernels that produced its source. It stays
+  // asynchronous only when asked and when the host side is pinned: a
+  // pageable buffer may be freed or reused as soon as we return.
+  Device gpu_device = dst_host ? src_device : dst_device;
+  gpu::StreamRef stream = copy_stream(gpu_device);
+  CopyKind kind = dst_host ? CopyKind::DeviceToHost : src_host ? CopyKind::HostToDevice : CopyKind::DeviceToDevice;
+  cuda_runtime::memcpy_async(dst, src, nbytes, kind, gpu_device.index(), stream.handle);
+  if (kind == CopyKind::DeviceToDevice) return;  // ordered on the stream like any kernel
+  const Storage* host = dst_host ? dst_storage : src_storage;
+  bool async = non_blocking && host != nullptr && host->is_pinned();
+  if (async) {
+    gpu::record_pinned_use(host->data(), stream);
+    const Storage* device_side = dst_host ? src_storage : dst_storage;
+    if (device_side != nullptr) gpu::record_stream(gpu_device.index(), device_side->data(), stream);
+  } else {
+    cuda_runtime::stream_synchronize(gpu_device.index(), stream.handle);
   }
 }
-
-namespace cuda {
-
-bool is_emulated() { return emulated_device_count() > 0; }
-bool is_built() { return cuda_runtime::compiled_with_cuda(); }
-
-int device_count() {
-  if (is_emulated()) return emulated_device_count();
-  return cuda_runtime::device_count();
-}
-
-bool is_available() { return device_count() > 0; }
-
-DeviceProperties get_device_properties(int device) {
-  int count = device_count();
-  TANDEM_CHECK(device >= 0 && device < count, DeviceError, "get_device_properties: invalid device ", device, " (",
-               count, " CUDA device", count == 1 ? "" : "s", " available)");
-  if (is_emulated()) {
-    return {"Tandem emulated CUDA device (host memory, CPU kernels)", 0, 0, emulated_memory_capacity(), 0, true};
-  }
-  auto p = cuda_runtime::properties(device);
-  return {p.name, p.major, p.minor, p.total_memory, p.multi_processor_count, false};
-}
-
-std::string get_device_name(int device) { return get_device_properties(device).name; }
-
-void synchronize(int device) {
-  if (is_emulated()) return;
-  Device d = resolve_device(Device(DeviceType::CUDA, device), "synchronize");
-  cuda_runtime::synchronize(d.index());
-}
-
-}  // namespace cuda
 
 }  // namespace tandem

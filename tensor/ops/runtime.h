@@ -15,17 +15,21 @@ namespace tandem {
 enum class Backend : int8_t { CPU, CUDA };
 Backend backend_of(Device device);
 
-// "cuda" means the current device, cuda:0 for now; checks the index exists.
+// "cuda" means the current device (cuda::current_device()); checks the index exists.
 Device resolve_device(Device device, const char* op = "to");
 
 std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pinned = false);
 
-// Bytes held by live storages on an emulated device (the caching allocator of
-// the CUDA issue replaces this with its statistics).
-size_t emulated_memory_allocated(int device);
+// Throws DeviceError unless pinned memory can be had here (a real or an
+// emulated GPU); op names the caller.
+void check_pinning_possible(const char* op);
 
-// Copies nbytes between any two devices; host-side memory for cpu and
-// emulated devices, the CUDA runtime otherwise. Synchronous.
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+// Copies nbytes between any two devices. A copy that touches a GPU is queued
+// on its current stream; it returns before the copy is done only when
+// non_blocking is set and the host side is pinned memory (pass the storages
+// so that the allocators can keep both alive for the copy). Host-only copies
+// are plain memcpy.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                bool non_blocking = false, const Storage* dst_storage = nullptr, const Storage* src_storage = nullptr);
 
 }  // namespace tandem

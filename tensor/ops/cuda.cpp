@@ -1,0 +1,238 @@
+// tandem::cuda: device queries, streams, events and memory statistics, over
+// the CUDA layer (kernels/cuda) for real and emulated devices alike.
+#include "tensor/ops/cuda.h"
+
+#include <chrono>
+
+#include "kernels/cuda/allocator.h"
+#include "kernels/cuda/host_allocator.h"
+#include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
+#include "tensor/core/errors.h"
+#include "tensor/core/tensor.h"
+#include "tensor/ops/factory.h"
+#include "tensor/ops/runtime.h"
+
+namespace tandem::cuda {
+
+bool is_emulated() { return emulated_device_count() > 0; }
+bool is_built() { return cuda_runtime::compiled_with_cuda(); }
+
+int device_count() {
+  if (is_emulated()) return emulated_device_count();
+  return cuda_runtime::device_count();
+}
+
+bool is_available() { return device_count() > 0; }
+
+namespace {
+
+// device, or the current device for -1, checked to exist.
+int checked_device(int device, const char* op) {
+  int count = device_count();
+  TANDEM_CHECK(count > 0, DeviceError, op, ": CUDA is not available (", cuda_runtime::unavailable_reason(),
+               "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
+  if (device == -1) device = gpu::current_device();
+  TANDEM_CHECK(device >= 0 && device < count, DeviceError, op, ": invalid device ", device, " (there ",
+               count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s",
+               ", cuda:0 to cuda:", count - 1, ")");
+  return device;
+}
+
+}  // namespace
+
+Stream make_stream(int device, int id, void* handle) { return Stream(device, id, handle); }
+
+namespace {
+Stream from_ref(gpu::StreamRef r) { return make_stream(r.device, r.id, r.handle); }
+}  // namespace
+
+DeviceProperties get_device_properties(int device) {
+  device = checked_device(device, "get_device_properties");
+  if (is_emulated()) {
+    return {"Tandem emulated CUDA device (host memory, CPU kernels)", 0, 0, emulated_memory_capacity(), 0, true};
+  }
+  auto p = cuda_runtime::properties(device);
+  return {p.name, p.major, p.minor, p.total_memory, p.multi_processor_count, false};
+}
+
+std::string get_device_name(int device) { return get_device_properties(device).name; }
+
+int current_device() { return gpu::current_device(); }
+
+void set_device(int device) { gpu::set_current_device(checked_device(device, "set_device")); }
+
+void synchronize(int device) {
+  device = checked_device(device, "synchronize");
+  if (is_emulated()) return;
+  cuda_runtime::synchronize(device);
+}
+
+// ---------------------------------------------------------------- streams
+
+bool Stream::query() const { return is_emulated() || cuda_runtime::stream_query(device_, handle_); }
+
+void Stream::synchronize() const {
+  if (!is_emulated()) cuda_runtime::stream_synchronize(device_, handle_);
+}
+
+void Stream::wait_event(const Event& event) const { event.wait(*this); }
+
+void Stream::wait_stream(const Stream& other) const {
+  if (other == *this) return;
+  Event e;
+  e.record(other);
+  e.wait(*this);
+}
+
+std::string Stream::str() const { return detail::str_cat("Stream(device=cuda:", device_, ", id=", id_, ")"); }
+
+Stream current_stream(int device) { return from_ref(gpu::current_stream(checked_device(device, "current_stream"))); }
+Stream default_stream(int device) { return from_ref(gpu::default_stream(checked_device(device, "default_stream"))); }
+Stream get_stream_from_pool(int device) {
+  return from_ref(gpu::stream_from_pool(checked_device(device, "get_stream_from_pool")));
+}
+
+void set_current_stream(const Stream& stream) {
+  gpu::set_current_stream({stream.device_index(), stream.id(), stream.handle()});
+}
+
+StreamGuard::StreamGuard(const Stream& stream)
+    : previous_stream_(current_stream(stream.device_index())), previous_device_(gpu::current_device()) {
+  set_current_stream(stream);
+  gpu::set_current_device(stream.device_index());
+}
+
+StreamGuard::~StreamGuard() {
+  set_current_stream(previous_stream_);
+  gpu::set_current_device(previous_device_);
+}
+
+DeviceGuard::DeviceGuard(int device) : previous_(gpu::current_device()) {
+  gpu::set_current_device(checked_device(device, "DeviceGuard"));
+}
+
+DeviceGuard::~DeviceGuard() { gpu::set_current_device(previous_); }
+
+// ---------------------------------------------------------------- events
+
+struct Event::Impl {
+  bool timing = false;
+  bool recorded = false;
+  int device = -1;
+  void* handle = nullptr;                           // cudaEvent_t, created at the first record
+  std::chrono::steady_clock::time_point host_time;  // emulated devices
+  ~Impl() {
+    if (handle != nullptr) cuda_runtime::event_destroy(device, handle);
+  }
+};
+
+Event::Event(bool enable_timing) : impl_(std::make_shared<Impl>()) { impl_->timing = enable_timing; }
+
+void Event::record() { record(current_stream()); }
+
+void Event::record(const Stream& stream) {
+  Impl& e = *impl_;
+  TANDEM_CHECK(e.device == -1 || e.device == stream.device_index(), DeviceError, "Event.record: the event belongs to ",
+               Device(DeviceType::CUDA, e.device).str(), " but the stream is on ", stream.device().str(),
+               "; use one event per device");
+  e.device = stream.device_index();
+  e.recorded = true;
+  if (is_emulated()) {
+    e.host_time = std::chrono::steady_clock::now();
+    return;
+  }
+  if (e.handle == nullptr) e.handle = cuda_runtime::event_create(e.device, e.timing);
+  cuda_runtime::event_record(e.device, e.handle, stream.handle());
+}
+
+void Event::wait(const Stream& stream) const {
+  if (!impl_->recorded || is_emulated()) return;
+  cuda_runtime::stream_wait_event(stream.device_index(), stream.handle(), impl_->handle);
+}
+
+bool Event::query() const { return !impl_->recorded || is_emulated() || cuda_runtime::event_query(impl_->handle); }
+
+void Event::synchronize() const {
+  if (impl_->recorded && !is_emulated()) cuda_runtime::event_synchronize(impl_->handle);
+}
+
+bool Event::is_recorded() const { return impl_->recorded; }
+
+float Event::elapsed_time(const Event& end) const {
+  TANDEM_CHECK(impl_->timing && end.impl_->timing, ValueError,
+               "elapsed_time: both events must be created with timing enabled (Event(/*enable_timing=*/true))");
+  TANDEM_CHECK(impl_->recorded && end.impl_->recorded, ValueError,
+               "elapsed_time: both events must be recorded before measuring the time between them");
+  if (is_emulated()) {
+    return std::chrono::duration<float, std::milli>(end.impl_->host_time - impl_->host_time).count();
+  }
+  end.synchronize();  // waits for the end point rather than failing with "not ready"
+  return cuda_runtime::event_elapsed_ms(impl_->handle, end.impl_->handle);
+}
+
+// ---------------------------------------------------------------- memory
+
+size_t memory_allocated(int device) {
+  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "memory_allocated")).allocated_bytes[0].current);
+}
+size_t max_memory_allocated(int device) {
+  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "max_memory_allocated")).allocated_bytes[0].peak);
+}
+size_t memory_reserved(int device) {
+  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "memory_reserved")).reserved_bytes[0].current);
+}
+size_t max_memory_reserved(int device) {
+  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "max_memory_reserved")).reserved_bytes[0].peak);
+}
+void reset_peak_memory_stats(int device) {
+  gpu::reset_peak_memory_stats(checked_device(device, "reset_peak_memory_stats"));
+}
+std::map<std::string, int64_t> memory_stats(int device) {
+  return gpu::memory_stats_map(checked_device(device, "memory_stats"));
+}
+std::string memory_summary(int device) { return gpu::memory_summary(checked_device(device, "memory_summary")); }
+
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) gpu::empty_cache(d);
+}
+
+std::pair<size_t, size_t> mem_get_info(int device) {
+  size_t free_b = 0, total_b = 0;
+  gpu::mem_get_info(checked_device(device, "mem_get_info"), &free_b, &total_b);
+  return {free_b, total_b};
+}
+
+HostMemoryStats host_memory_stats() {
+  gpu::HostMemoryStats s = gpu::host_memory_stats();
+  return {static_cast<size_t>(s.allocated_bytes), static_cast<size_t>(s.reserved_bytes), s.num_host_alloc,
+          s.num_host_free};
+}
+
+void host_empty_cache() { gpu::host_empty_cache(); }
+
+}  // namespace tandem::cuda
+
+namespace tandem {
+
+Tensor Tensor::pin_memory() const {
+  TANDEM_CHECK(defined(), ValueError, "pin_memory: the tensor is undefined");
+  TANDEM_CHECK(is_cpu(), DeviceError, "pin_memory: only cpu tensors can be pinned; this tensor is on ", device().str(),
+               " (GPU memory needs no pinning: pinned memory is host memory that GPUs copy from fast)");
+  if (is_pinned()) return *this;
+  check_pinning_possible("pin_memory");
+  Tensor out = empty(sizes(), TensorOptions(dtype()).pinned_memory(true));
+  out.set_origin(origin());
+  out.copy_(*this);
+  return out;
+}
+
+void Tensor::record_stream(const cuda::Stream& stream) const {
+  TANDEM_CHECK(defined(), ValueError, "record_stream: the tensor is undefined");
+  TANDEM_CHECK(is_cuda() && device().index() == stream.device_index(), DeviceError, "record_stream: the tensor is on ",
+               device().str(), " but the stream is on ", stream.device().str());
+  if (storage()->nbytes() == 0) return;
+  gpu::record_stream(stream.device_index(), storage()->data(), {stream.device_index(), stream.id(), stream.handle()});
+}
+
+}  // namespace tandem
