@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/op_kinds.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -119,7 +120,7 @@ void check_alpha(const char* op, Dtype result, const Scalar& alpha) {
 void fill_unchecked(const Tensor& t, const Scalar& value) {
   switch (backend_of(t.device())) {
     case Backend::CPU: cpu::fill(t, value); break;
-    case Backend::CUDA: not_implemented_on("fill_", t.device(), t.dtype());
+    case Backend::CUDA: gpu::fill(t, value); break;
   }
 }
 
@@ -174,14 +175,14 @@ namespace {
 void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p = {}) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::unary(op, out, in, p);
-    case Backend::CUDA: not_implemented_on(op_name(op), out.device(), out.dtype());
+    case Backend::CUDA: return gpu::unary(op, out, in, p);
   }
 }
 
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::binary(op, out, a, b, alpha);
-    case Backend::CUDA: not_implemented_on(op_name(op), out.device(), a.dtype());
+    case Backend::CUDA: return gpu::binary(op, out, a, b, alpha);
   }
 }
 
@@ -373,7 +374,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor out = detail::make_result(shape, dt, a.device(), Origin::computed("where", a.origin()));
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::where(out, cond, a.to(dt), b.to(dt)); break;
-    case Backend::CUDA: not_implemented_on("where", out.device(), dt);
+    case Backend::CUDA: gpu::where(out, cond, a.to(dt), b.to(dt)); break;
   }
   return out;
 }
@@ -430,10 +431,10 @@ Shape check_masked_fill(const char* name, const Tensor& x, const Tensor& mask, c
   return broadcast_shapes(x.sizes(), mask.sizes(), name);
 }
 
-void run_masked_fill(const char* name, const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
+void run_masked_fill(const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::masked_fill(out, x, mask, value);
-    case Backend::CUDA: not_implemented_on(name, out.device(), out.dtype());
+    case Backend::CUDA: return gpu::masked_fill(out, x, mask, value);
   }
 }
 }  // namespace
@@ -442,7 +443,7 @@ void run_masked_fill(const char* name, const Tensor& out, const Tensor& x, const
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   Shape shape = check_masked_fill("masked_fill", x, mask, value);
   Tensor out = detail::make_result(shape, x.dtype(), x.device(), Origin::computed("masked_fill", x.origin()));
-  run_masked_fill("masked_fill", out, x, mask, value);
+  run_masked_fill(out, x, mask, value);
   return out;
 }
 
@@ -581,7 +582,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
   TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "masked_fill_: mask of shape ", shape_str(mask.sizes()),
                " cannot be broadcast to the input's shape ", shape_str(sizes()));
   detail::check_writable(*this, "masked_fill_");
-  run_masked_fill("masked_fill_", *this, *this, unaliased(mask, *this), value);
+  run_masked_fill(*this, *this, unaliased(mask, *this), value);
   storage()->bump_version();
   return *this;
 }
