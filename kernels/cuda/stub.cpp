@@ -8,6 +8,7 @@
 #include "kernels/cuda/ranges.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/shape_ops.h"
 #include "tensor/core/errors.h"
 
 namespace tandem {
@@ -67,6 +68,7 @@ void randint(const Tensor&, PhiloxState, int64_t, int64_t) { no_cuda("random_");
 void arange(const Tensor&, const Scalar&, const Scalar&) { no_cuda("arange"); }
 void linspace(const Tensor&, const Scalar&, const Scalar&) { no_cuda("linspace"); }
 void eye(const Tensor&) { no_cuda("eye"); }
+void cat(const Tensor&, const std::vector<Tensor>&, int64_t) { no_cuda("cat"); }
 }  // namespace gpu
 
 }  // namespace tandem
