@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "kernels/cpu/index.h"
+#include "kernels/cuda/index.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -66,7 +67,7 @@ void run_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const
   if (index.numel() == 0) return;
   switch (backend_of(self.device())) {
     case Backend::CPU: return cpu::scatter_add(self, dim, index, src);
-    case Backend::CUDA: not_implemented_on("scatter_add", self.device(), self.dtype());
+    case Backend::CUDA: return gpu::scatter_add(self, dim, index, src);
   }
 }
 
@@ -81,7 +82,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   check_gather_shape(t, dim, index);
   switch (backend_of(t.device())) {
     case Backend::CPU: cpu::gather(out, t, dim, index); break;
-    case Backend::CUDA: not_implemented_on("gather", t.device(), t.dtype());
+    case Backend::CUDA: gpu::gather(out, t, dim, index); break;
   }
   return out;
 }
@@ -108,7 +109,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   Tensor out = detail::make_result(shape, t.dtype(), t.device(), Origin::computed("index_select", t.origin()));
   switch (backend_of(t.device())) {
     case Backend::CPU: cpu::index_select(out, t, dim, index); break;
-    case Backend::CUDA: not_implemented_on("index_select", t.device(), t.dtype());
+    case Backend::CUDA: gpu::index_select(out, t, dim, index); break;
   }
   return out;
 }
@@ -137,7 +138,7 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
   Tensor out = detail::make_result(shape, kInt64, t.device(), origin);
   switch (backend_of(t.device())) {
     case Backend::CPU: cpu::one_hot(out, t); break;
-    case Backend::CUDA: not_implemented_on("one_hot", t.device(), t.dtype());
+    case Backend::CUDA: gpu::one_hot(out, t); break;
   }
   return out;
 }

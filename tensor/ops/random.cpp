@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kernels/cpu/random.h"
+#include "kernels/cuda/random.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -145,24 +146,24 @@ uint64_t randint_counters(int64_t n) { return ceil_div(n, 2); }
 // ---------------------------------------------------------------- fills
 // out is contiguous and freshly allocated or owned by the caller.
 
-void fill_uniform(const char* op, const Tensor& out, Generator& gen, double from, double to) {
+void fill_uniform(const Tensor& out, Generator& gen, double from, double to) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::uniform(out, gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
-    case Backend::CUDA: not_implemented_on(op, out.device(), out.dtype());
+    case Backend::CUDA: return gpu::uniform(out, gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
   }
 }
 
-void fill_normal(const char* op, const Tensor& out, Generator& gen, double mean, double std) {
+void fill_normal(const Tensor& out, Generator& gen, double mean, double std) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::normal(out, gen.reserve(normal_counters(out.numel())), mean, std);
-    case Backend::CUDA: not_implemented_on(op, out.device(), out.dtype());
+    case Backend::CUDA: return gpu::normal(out, gen.reserve(normal_counters(out.numel())), mean, std);
   }
 }
 
-void fill_randint(const char* op, const Tensor& out, Generator& gen, int64_t low, int64_t high) {
+void fill_randint(const Tensor& out, Generator& gen, int64_t low, int64_t high) {
   switch (backend_of(out.device())) {
     case Backend::CPU: return cpu::randint(out, gen.reserve(randint_counters(out.numel())), low, high);
-    case Backend::CUDA: not_implemented_on(op, out.device(), out.dtype());
+    case Backend::CUDA: return gpu::randint(out, gen.reserve(randint_counters(out.numel())), low, high);
   }
 }
 
@@ -200,14 +201,14 @@ namespace {
 Tensor rand_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options, const SourceLoc& loc) {
   check_floating("rand", "check_uniform_bounds", options.dtype());
   Tensor out = detail::create("tandem::rand", sizes, options, loc);
-  fill_uniform("rand", out, generator_for(gen, out.device()), 0.0, 1.0);
+  fill_uniform(out, generator_for(gen, out.device()), 0.0, 1.0);
   return out;
 }
 
 Tensor randn_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options, const SourceLoc& loc) {
   check_floating("randn", "normal_kernel_cpu", options.dtype());
   Tensor out = detail::create("tandem::randn", sizes, options, loc);
-  fill_normal("randn", out, generator_for(gen, out.device()), 0.0, 1.0);
+  fill_normal(out, generator_for(gen, out.device()), 0.0, 1.0);
   return out;
 }
 
@@ -216,7 +217,7 @@ Tensor randint_impl(int64_t low, int64_t high, IntArrayRef sizes, Generator* gen
   TensorOptions o = options.has_dtype() ? options : options.dtype(kInt64);
   check_randint("randint", low, high, o.dtype());
   Tensor out = detail::create("tandem::randint", sizes, o, loc);
-  fill_randint("randint", out, generator_for(gen, out.device()), low, high);
+  fill_randint(out, generator_for(gen, out.device()), low, high);
   return out;
 }
 
@@ -250,7 +251,7 @@ Tensor rand_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   TensorOptions o = like(t, options);
   check_floating("rand_like", "check_uniform_bounds", o.dtype());
   Tensor out = detail::create("tandem::rand_like", t.sizes(), o, loc);
-  fill_uniform("rand_like", out, default_generator(out.device()), 0.0, 1.0);
+  fill_uniform(out, default_generator(out.device()), 0.0, 1.0);
   return out;
 }
 
@@ -259,7 +260,7 @@ Tensor randn_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) 
   TensorOptions o = like(t, options);
   check_floating("randn_like", "normal_kernel_cpu", o.dtype());
   Tensor out = detail::create("tandem::randn_like", t.sizes(), o, loc);
-  fill_normal("randn_like", out, default_generator(out.device()), 0.0, 1.0);
+  fill_normal(out, default_generator(out.device()), 0.0, 1.0);
   return out;
 }
 
@@ -270,7 +271,7 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator* gen) {
   check_floating("uniform_", "check_uniform_bounds", t.dtype());
   check_uniform_bounds("uniform_", from, to);
   Generator& g = generator_for(gen, t.device());
-  return fill_inplace("uniform_", t, [&](const Tensor& out) { fill_uniform("uniform_", out, g, from, to); });
+  return fill_inplace("uniform_", t, [&](const Tensor& out) { fill_uniform(out, g, from, to); });
 }
 
 Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
@@ -278,14 +279,14 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   check_floating("normal_", "normal_kernel_cpu", t.dtype());
   check_normal_params("normal_", mean, std);
   Generator& g = generator_for(gen, t.device());
-  return fill_inplace("normal_", t, [&](const Tensor& out) { fill_normal("normal_", out, g, mean, std); });
+  return fill_inplace("normal_", t, [&](const Tensor& out) { fill_normal(out, g, mean, std); });
 }
 
 Tensor& random_(Tensor& t, int64_t low, int64_t high, Generator* gen) {
   check_defined("random_", {{"self", t}});
   check_randint("random_", low, high, t.dtype());
   Generator& g = generator_for(gen, t.device());
-  return fill_inplace("random_", t, [&](const Tensor& out) { fill_randint("random_", out, g, low, high); });
+  return fill_inplace("random_", t, [&](const Tensor& out) { fill_randint(out, g, low, high); });
 }
 
 }  // namespace tandem

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cuda/ranges.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -88,7 +89,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   Tensor out = detail::create("tandem::arange", {size}, options.dtype(dt), loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::arange(out, start, step); break;
-    case Backend::CUDA: not_implemented_on("arange", out.device(), dt);
+    case Backend::CUDA: gpu::arange(out, start, step); break;
   }
   return out;
 }
@@ -108,7 +109,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   Tensor out = detail::create("tandem::linspace", {steps}, options.dtype(dt), loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::linspace(out, start, end); break;
-    case Backend::CUDA: not_implemented_on("linspace", out.device(), dt);
+    case Backend::CUDA: gpu::linspace(out, start, end); break;
   }
   return out;
 }
@@ -121,7 +122,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& options, SourceLoc loc) {
   Tensor out = detail::create("tandem::eye", {n, m}, options, loc);
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::eye(out); break;
-    case Backend::CUDA: not_implemented_on("eye", out.device(), out.dtype());
+    case Backend::CUDA: gpu::eye(out); break;
   }
   return out;
 }

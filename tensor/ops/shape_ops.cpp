@@ -1,13 +1,16 @@
 // Front end of cat, stack, split and chunk. cat copies each input into a
 // narrow() view of the output with copy_, which converts dtypes and strides on
-// any device; split and chunk only make views.
+// any device; on a GPU, inputs of the output's dtype are copied in one launch
+// instead. split and chunk only make views.
 #include "tensor/ops/shape_ops.h"
 
 #include <algorithm>
 #include <string>
 
+#include "kernels/cuda/shape_ops.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
+#include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 
 namespace tandem {
@@ -57,6 +60,19 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, const char* op)
   }
 
   Tensor out = detail::make_result(shape, dt, device, Origin::computed(op, ref->origin()));
+  switch (backend_of(device)) {
+    case Backend::CPU: break;
+    case Backend::CUDA: {
+      // One launch for all inputs (a launch per input costs more than a small
+      // copy); mixed dtypes take the converting copy_ below.
+      bool same_dtype = std::all_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.dtype() == dt; });
+      if (same_dtype) {
+        gpu::cat(out, tensors, dim);
+        return out;
+      }
+      break;
+    }
+  }
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
     if (cat_skips(t) || t.size(dim) == 0) continue;
