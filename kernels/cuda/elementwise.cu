@@ -38,6 +38,24 @@ bool all_zero_bytes(const T& v) {
   return true;
 }
 
+// The six comparisons share one kernel per dtype, which halves what binary
+// compiles: the op is a kernel argument, the same for every thread, and each
+// branch is the CPU's functor.
+template <typename M>
+struct Compare {
+  BinaryOp op;
+  TANDEM_HD_INLINE bool operator()(M a, M b) const {
+    switch (op) {
+      case BinaryOp::Eq: return fn::Eq<M>{}(a, b);
+      case BinaryOp::Ne: return fn::Ne<M>{}(a, b);
+      case BinaryOp::Lt: return fn::Lt<M>{}(a, b);
+      case BinaryOp::Le: return fn::Le<M>{}(a, b);
+      case BinaryOp::Gt: return fn::Gt<M>{}(a, b);
+      default: return fn::Ge<M>{}(a, b);
+    }
+  }
+};
+
 }  // namespace
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& params) {
@@ -94,12 +112,12 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, co
       case BinaryOp::Pow: return gpu_kernel<T, T, T>(out, {&a, &b}, fn::Pow<M>{});
       case BinaryOp::Maximum: return gpu_kernel<T, T, T>(out, {&a, &b}, fn::Maximum<M>{});
       case BinaryOp::Minimum: return gpu_kernel<T, T, T>(out, {&a, &b}, fn::Minimum<M>{});
-      case BinaryOp::Eq: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Eq<M>{});
-      case BinaryOp::Ne: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Ne<M>{});
-      case BinaryOp::Lt: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Lt<M>{});
-      case BinaryOp::Le: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Le<M>{});
-      case BinaryOp::Gt: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Gt<M>{});
-      case BinaryOp::Ge: return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Ge<M>{});
+      case BinaryOp::Eq:
+      case BinaryOp::Ne:
+      case BinaryOp::Lt:
+      case BinaryOp::Le:
+      case BinaryOp::Gt:
+      case BinaryOp::Ge: return gpu_kernel<bool, T, T>(out, {&a, &b}, Compare<M>{op});
     }
   });
 }
