@@ -1,12 +1,16 @@
 // Reductions and softmax: hand-computed values on every dtype, keepdim,
 // negative and multiple dims, non-contiguous and expanded inputs, empty and
 // 0-dim tensors, NaN handling, the accuracy of long float sums, the thread
-// splits of the CPU engine, and every error message.
+// splits of the CPU engine, every error message, and the host-side planning
+// of the CUDA reductions (kernels/cuda/reduce_plan.h).
 #include <cmath>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "helpers.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cuda/reduce_plan.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;
@@ -727,4 +731,246 @@ DEVICE_TEST_CASE("reductions return new tensors on the input's device", "[reduce
   }
   CHECK(x.sum().origin().kind == Origin::Kind::Computed);
   CHECK(std::string(x.sum({0}).origin().op) == "sum");
+}
+
+// ---------------------------------------------------------------- CUDA planning, checked on the host
+TEST_CASE("IndexDivider divides like the 64-bit division", "[reduce][gpu-plan]") {
+  const uint64_t k32 = uint64_t{1} << 32;
+  std::vector<uint64_t> divisors = {1,
+                                    2,
+                                    3,
+                                    5,
+                                    7,
+                                    10,
+                                    31,
+                                    32,
+                                    33,
+                                    1000,
+                                    65535,
+                                    65536,
+                                    65537,
+                                    1u << 30,
+                                    k32 / 2 - 1,
+                                    k32 / 2,
+                                    k32 / 2 + 1,
+                                    k32 - 2,
+                                    k32 - 1,
+                                    k32,
+                                    k32 + 1,
+                                    k32 * 3,
+                                    uint64_t{12345678901}};
+  std::mt19937_64 rng(7);
+  for (uint64_t d : divisors) {
+    INFO("d = " << d);
+    gpu::IndexDivider div(d);
+    std::vector<uint64_t> ns = {0,     1,       2,       d - 1, d,       d + 1,      2 * d - 1,
+                                2 * d, k32 - 2, k32 - 1, k32,   k32 + 1, k32 * 5 + 3};
+    for (int i = 0; i < 2000; ++i) {
+      ns.push_back(rng() % k32);
+      ns.push_back(rng() % (d * 70 + 1));
+      ns.push_back(rng() >> (rng() % 64));
+    }
+    for (uint64_t n : ns) {
+      if (div.div(n) != n / d) FAIL("n = " << n << ": got " << div.div(n) << ", expected " << n / d);
+    }
+  }
+  CHECK_THROWS_AS(gpu::IndexDivider(0), InternalError);
+}
+
+namespace {
+
+// Folds in (float64, cpu) with the layout's offsets alone, as the CUDA
+// kernels index it, and compares with the CPU engine's sum; every output
+// offset must come up exactly once.
+void check_layout_sums(const Tensor& in, IntArrayRef dims) {
+  INFO("input " << shape_str(in.sizes()) << " strides " << shape_str(in.strides()) << ", dims " << shape_str(dims));
+  Tensor expected = in.sum(dims, true);
+  Tensor out = zeros(expected.sizes(), kFloat64);
+  const gpu::ReduceLayout l = gpu::make_reduce_layout(out, in);
+  REQUIRE(l.num_outputs == out.numel());
+  if (l.num_outputs == 0) return;
+  REQUIRE(l.reduce_numel == in.numel() / out.numel());
+  const double* x = in.data_ptr<double>();
+  std::vector<double> got(static_cast<size_t>(out.numel()), std::nan(""));
+  std::vector<int> hits(got.size(), 0);
+  for (int64_t o = 0; o < l.num_outputs; ++o) {
+    int64_t in_off, out_off;
+    l.kept.offsets(static_cast<uint64_t>(o), in_off, out_off);
+    REQUIRE(out_off >= 0);
+    REQUIRE(out_off < out.numel());
+    ++hits[static_cast<size_t>(out_off)];
+    double sum = 0;
+    for (int64_t r = 0; r < l.reduce_numel; ++r) sum += x[in_off + l.reduced.in_offset(static_cast<uint64_t>(r))];
+    got[static_cast<size_t>(out_off)] = sum;
+  }
+  for (int h : hits) REQUIRE(h == 1);
+  check_values(expected, got, test::Tolerance{0, 0});
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA reduction layout indexes every output and element", "[reduce][gpu-plan]") {
+  Tensor a = iota({4, 5, 6}, kFloat64, Device(kCPU));
+  for (std::vector<int64_t> dims :
+       std::vector<std::vector<int64_t>>{{}, {0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}}) {
+    check_layout_sums(a, dims);
+    check_layout_sums(a.permute({2, 0, 1}), dims);
+    check_layout_sums(a.transpose(0, 2), dims);
+    check_layout_sums(a.slice(2, 1, 6, 2), dims);
+    check_layout_sums(a.narrow(1, 1, 3), dims);
+    check_layout_sums(a.select(1, 2).reshape({4, 1, 6}).expand({4, 3, 6}), dims);
+  }
+  Tensor b = iota({2, 3, 2, 3, 2, 2}, kFloat64, Device(kCPU));
+  check_layout_sums(b, {1, 3, 5});
+  check_layout_sums(b.permute({5, 3, 1, 0, 2, 4}), {0, 2, 4});
+  check_layout_sums(b, {0, 1, 2, 3, 4, 5});
+  check_layout_sums(iota({3, 0, 2}, kFloat64, Device(kCPU)), {1});
+  check_layout_sums(iota({3, 0, 2}, kFloat64, Device(kCPU)), {0});
+  check_layout_sums(iota({}, kFloat64, Device(kCPU)), {});
+}
+
+TEST_CASE("the CUDA reduction layout picks rows or columns", "[reduce][gpu-plan]") {
+  auto layout = [](const Tensor& in, IntArrayRef dims) {
+    Tensor out = zeros(in.sum(dims, true).sizes(), in.dtype());
+    return gpu::make_reduce_layout(out, in);
+  };
+  Tensor m = zeros({64, 1000});
+  gpu::ReduceLayout last = layout(m, {1});  // sum over the last dim
+  CHECK_FALSE(last.columns);
+  CHECK(last.contiguous_run);
+  CHECK(last.num_outputs == 64);
+  CHECK(last.reduce_numel == 1000);
+  gpu::ReduceLayout first = layout(m, {0});  // sum over the first dim
+  CHECK(first.columns);
+  CHECK(first.kept.in_strides[0] == 1);
+  CHECK(first.reduced.in_strides[0] == 1000);
+  gpu::ReduceLayout all = layout(zeros({8, 9, 10}), {0, 1, 2});
+  CHECK(all.kept.n == 0);
+  CHECK(all.reduced.n == 1);
+  CHECK(all.contiguous_run);
+  CHECK(all.reduce_numel == 720);
+  CHECK(layout(m.t(), {0}).columns == false);  // the reduced dim is the contiguous one
+  CHECK(layout(m.t(), {1}).columns);
+  CHECK(layout(zeros({4, 5, 64}), {1}).columns);          // a middle dim under a wide inner one
+  CHECK_FALSE(layout(zeros({4, 5, 6}), {1}).columns);     // narrow inner dims: rows
+  CHECK_FALSE(layout(zeros({7, 1000}), {0, 1}).columns);  // merged into one run
+  gpu::ReduceLayout empty = layout(zeros({3, 0}), {1});
+  CHECK(empty.num_outputs == 3);
+  CHECK(empty.reduce_numel == 0);
+  CHECK(layout(zeros({0, 3}), {1}).num_outputs == 0);
+  std::vector<int64_t> many(17, 2);
+  CHECK_THROWS_WITH(layout(zeros(many), {0}), Catch::StartsWith("reductions support at most 16 dimensions"));
+}
+
+namespace {
+
+// The invariants every launch of plan_reduce_launch must keep.
+void check_launch(const gpu::ReduceLayout& l, const gpu::ReduceLaunch& L, int vec) {
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  const int64_t N = l.num_outputs, R = l.reduce_numel;
+  if (N == 0) return;  // nothing is launched
+  CHECK(pow2(L.block_x));
+  CHECK(pow2(L.block_y));
+  CHECK(L.block_x * L.block_y <= gpu::kReduceThreads);
+  CHECK(L.block_x * L.block_y % 32 == 0);
+  CHECK(L.grid_x >= 1);
+  CHECK(L.grid_x < (int64_t{1} << 31));
+  if (l.columns) {
+    CHECK((L.vec_outputs == 1 || L.vec_outputs == vec));
+    CHECK(N % L.vec_outputs == 0);
+    CHECK(L.grid_x * L.block_x * L.vec_outputs >= N);
+    CHECK((L.grid_x - 1) * L.block_x * L.vec_outputs < N);
+  } else {
+    CHECK(L.vec_outputs == 1);
+    CHECK(L.grid_x * L.block_y >= N);
+    CHECK((L.grid_x - 1) * L.block_y < N);
+  }
+  CHECK(L.splits >= 1);
+  CHECK(L.splits <= gpu::kMaxSplits);
+  CHECK(L.split_size * L.splits >= R);
+  if (L.splits > 1) {
+    CHECK(L.split_size * (L.splits - 1) < R);
+    CHECK(L.finalize_x * L.finalize_y == 256);
+    CHECK(L.finalize_grid * L.finalize_y >= N);
+    if (!l.columns && l.contiguous_run) CHECK(L.split_size % vec == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CUDA reduction launches fill the GPU and keep their invariants", "[reduce][gpu-plan]") {
+  const int64_t resident = 132 * 4 * 512;  // an H200 at four 512-thread blocks per multiprocessor
+  auto plan = [&](IntArrayRef shape, IntArrayRef dims, int vec = 4, bool aligned = true) {
+    Tensor in = empty(shape, kFloat32);
+    Tensor out = empty(in.sum(dims, true).sizes(), kFloat32);
+    gpu::ReduceLayout l = gpu::make_reduce_layout(out, in);
+    gpu::ReduceLaunch L = gpu::plan_reduce_launch(l, vec, aligned, resident);
+    INFO("shape " << shape_str(shape) << ", dims " << shape_str(dims));
+    check_launch(l, L, vec);
+    return L;
+  };
+  // A full reduction of 2^28 elements: one wave of blocks over the whole GPU.
+  gpu::ReduceLaunch full = plan({int64_t{1} << 28}, {0});
+  CHECK(full.block_x == 512);
+  CHECK(full.splits * 512 <= resident);
+  CHECK(full.splits * 512 > resident * 9 / 10);
+  // Rows of 1024: a warp per row; rows of 32768: a block per row.
+  CHECK(plan({16384, 1024}, {1}).block_x == 32);
+  CHECK(plan({512, 32768}, {1}).block_x == 512);
+  CHECK(plan({512, 32768}, {1}).splits == 1);
+  // Few long rows: split across blocks.
+  CHECK(plan({4, 1 << 20}, {1}).splits > 1);
+  // Columns: vectors of outputs when aligned, split when the outputs are few.
+  gpu::ReduceLaunch cols = plan({4096, 4096}, {0});
+  CHECK(cols.vec_outputs == 4);
+  CHECK(cols.block_x == 32);
+  CHECK(cols.splits > 1);
+  CHECK(cols.grid_x * cols.splits * cols.block_x * cols.block_y <= resident);  // one wave
+  CHECK(plan({4096, 4096}, {0}, 4, false).vec_outputs == 1);
+  CHECK(plan({4096, 4098}, {0}).vec_outputs == 1);
+  CHECK(plan({1 << 20, 4}, {0}).splits > 1);
+  // Tiny rows pack several outputs per warp; an empty reduction still launches.
+  gpu::ReduceLaunch tiny = plan({1 << 20, 2}, {1});
+  CHECK(tiny.block_x == 1);
+  CHECK(tiny.block_y == 512);
+  CHECK(plan({5, 0}, {1}).splits == 1);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{31}, int64_t{33}, int64_t{1000}, (int64_t{1} << 20) + 3})
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{n}, {3, n}, {n, 3}, {n, 33}, {33, n}})
+      for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+        for (int vec : {2, 4, 8}) plan(shape, {d}, vec);
+}
+
+TEST_CASE("CUDA softmax launches cover every row element once", "[reduce][gpu-plan]") {
+  for (int64_t n : {1, 7, 32, 33, 1000, 1024, 5000, 16384, 32768, 40000}) {
+    for (int per_thread : {16, 32}) {
+      for (bool aligned : {false, true}) {
+        const int vec = 4;
+        gpu::SoftmaxLaunch L = gpu::plan_softmax(37, n, 1, vec, per_thread, aligned);
+        INFO("n " << n << ", per_thread " << per_thread);
+        CHECK(L.vectorized == (aligned && n % vec == 0));
+        CHECK(L.block_x * L.block_y % 32 == 0);
+        CHECK(L.block_x * L.block_y <= gpu::kSoftmaxThreads);
+        if (n > int64_t{per_thread} * gpu::kSoftmaxThreads) {
+          CHECK(L.kind == gpu::SoftmaxLaunch::Online);
+          CHECK(L.grid == 37);
+          continue;
+        }
+        REQUIRE(L.kind == gpu::SoftmaxLaunch::Registers);
+        CHECK(L.grid * L.block_y >= 37);
+        std::vector<int> hits(static_cast<size_t>(n), 0);
+        for (int64_t lane = 0; lane < L.block_x; ++lane)
+          for (int s = 0; s < per_thread; ++s) {
+            int64_t i = gpu::softmax_slot_index(s, lane, L.block_x, vec, L.vectorized);
+            if (i < n) ++hits[static_cast<size_t>(i)];
+          }
+        for (int h : hits) REQUIRE(h == 1);
+      }
+    }
+  }
+  CHECK(gpu::plan_softmax(64, 1024, 1, 4, 32, true).block_x == 32);  // a warp per row of 1024
+  gpu::SoftmaxLaunch cols = gpu::plan_softmax(3, 100, 7, 4, 32, true);
+  CHECK(cols.kind == gpu::SoftmaxLaunch::Columns);
+  CHECK(cols.grid == 3);
+  CHECK(cols.block_x * cols.block_y % 32 == 0);
+  CHECK(cols.block_x * cols.block_y <= gpu::kSoftmaxColumnThreads);
 }
