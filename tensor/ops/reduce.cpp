@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/cpu/reduce.h"
+#include "kernels/cuda/reduce.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -59,16 +60,16 @@ Tensor reduce_op(ReduceOp op, const char* name, const Tensor& in, const ReduceSh
   Tensor out = detail::make_result(r.out, in.dtype(), in.device(), Origin::computed(name, origin));
   switch (backend_of(in.device())) {
     case Backend::CPU: cpu::reduce(op, keepdim_view(out, r), in, params); break;
-    case Backend::CUDA: not_implemented_on(name, in.device(), in.dtype());
+    case Backend::CUDA: gpu::reduce(op, keepdim_view(out, r), in, params); break;
   }
   return out;
 }
 
 // values may be undefined (argmax, argmin).
-void run_arg_reduce(bool is_max, const char* name, const Tensor& values, const Tensor& indices, const Tensor& in) {
+void run_arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in) {
   switch (backend_of(in.device())) {
     case Backend::CPU: return cpu::arg_reduce(is_max, values, indices, in);
-    case Backend::CUDA: not_implemented_on(name, in.device(), in.dtype());
+    case Backend::CUDA: return gpu::arg_reduce(is_max, values, indices, in);
   }
 }
 
@@ -108,7 +109,7 @@ std::tuple<Tensor, Tensor> max_min_dim(const Tensor& x, int64_t dim, bool keepdi
   check_nonzero_reduced(x, r, name);
   Tensor values = detail::make_result(r.out, x.dtype(), x.device(), Origin::computed(name, x.origin()));
   Tensor indices = detail::make_result(r.out, kInt64, x.device(), Origin::computed(name, x.origin()));
-  run_arg_reduce(is_max, name, keepdim_view(values, r), keepdim_view(indices, r), x);
+  run_arg_reduce(is_max, keepdim_view(values, r), keepdim_view(indices, r), x);
   return {values, indices};
 }
 
@@ -127,14 +128,14 @@ Tensor argmax_argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, 
     ReduceShape r = reduce_shape(x, {*dim}, keepdim, name);
     check_nonzero_reduced(x, r, name);
     Tensor indices = detail::make_result(r.out, kInt64, x.device(), Origin::computed(name, x.origin()));
-    run_arg_reduce(is_max, name, Tensor(), keepdim_view(indices, r), x);
+    run_arg_reduce(is_max, Tensor(), keepdim_view(indices, r), x);
     return indices;
   }
   // No dim: the index into the flattened tensor.
   TANDEM_CHECK(x.numel() > 0, ValueError, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
   Shape out_shape = keepdim ? Shape(x.dim(), 1) : Shape{};
   Tensor indices = detail::make_result(out_shape, kInt64, x.device(), Origin::computed(name, x.origin()));
-  run_arg_reduce(is_max, name, Tensor(), detail::make_view(indices, {1}, {1}, 0), x.reshape({-1}));
+  run_arg_reduce(is_max, Tensor(), detail::make_view(indices, {1}, {1}, 0), x.reshape({-1}));
   return indices;
 }
 
@@ -163,7 +164,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
   switch (backend_of(x.device())) {
     case Backend::CPU: cpu::softmax(out, in, d, log); break;
-    case Backend::CUDA: not_implemented_on(name, x.device(), dt);
+    case Backend::CUDA: gpu::softmax(out, in, d, log); break;
   }
   return out;
 }
