@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# The one command for the GPU test machine (an H200 without apt or network):
+# says what it found, builds with CUDA, runs every test suite, runs
+# compute-sanitizer's memcheck and racecheck over the GPU-only tests, runs the
+# GPU benchmarks, and prints a summary table last. Run it from the root of a
+# copy of the tree; stage the Catch2 header first (scripts/stage-gpu-deps.sh).
+# Without a GPU it still builds and runs the cpu and emulated suites, and
+# fails on the GPU parts, saying so.
+#
+# Usage: scripts/gpu-check.sh [BUILDDIR]       (default build-gpu)
+#   OUT=dir            where the logs go (default gpu-check-out): at most 7
+#                      files, env.txt build.log tests.log testlog.json
+#                      sanitizer.log bench.log summary.txt
+#   GPU_CHECK_BUDGET=s seconds for the whole run (default 465, under 8 minutes);
+#                      each step's timeout is cut to what is left
+#   GPU_ARCHS=90       compute capabilities to build for
+#   JOBS=n             parallel compile and test jobs (default: all cores)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+root=$(pwd)
+build=${1:-build-gpu}
+out=${OUT:-gpu-check-out}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+budget=${GPU_CHECK_BUDGET:-465}
+archs=${GPU_ARCHS:-90}
+jobs=${JOBS:-$(nproc)}
+t_start=$(date +%s)
+: >"$out/summary.txt"
+
+elapsed() { echo $(($(date +%s) - t_start)); }
+# Seconds a step may take: its share of the budget (percent), cut to what is
+# left after a reserve (percent of the budget) for the steps after it; 0 when
+# nothing is left. At the default budget, the build gets 300 s at most.
+step_limit() {
+  local want=$(($1 * budget / 100)) reserve=$(($2 * budget / 100)) left
+  left=$((budget - $(elapsed) - reserve))
+  [ "$left" -lt "$want" ] && want=$left
+  [ "$want" -lt 5 ] && want=0
+  echo "$want"
+}
+say() { printf '%s\n' "$*"; }
+row() { printf '%-22s %s\n' "$1" "$2" >>"$out/summary.txt"; }
+failed=0
+fail() { failed=1; }
+
+# ---------------------------------------------------------------- what is here
+tmpbin=$(mktemp -d)
+trap 'rm -rf "$tmpbin"' EXIT
+export PATH="$tmpbin:$PATH"
+
+find_cuda_root() {
+  local c
+  for c in "${CUDA_PATH:-}" "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-1[0-9].*; do
+    [ -n "$c" ] && [ -x "$c/bin/nvcc" ] && { echo "$c"; return; }
+  done
+  c=$(command -v nvcc 2>/dev/null) && [ -n "$c" ] && { dirname "$(dirname "$(readlink -f "$c")")"; return; }
+  # The pip cuda-toolkit's nvcc, if it brought one.
+  python3 - <<'PY' 2>/dev/null
+import glob, os, site
+for sp in site.getsitepackages() + [site.getusersitepackages()]:
+    for nvcc in sorted(glob.glob(os.path.join(sp, "nvidia", "*", "bin", "nvcc"))):
+        print(os.path.dirname(os.path.dirname(nvcc)))
+        raise SystemExit
+PY
+}
+
+has_gpu=0
+{
+  say "gpu-check: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname) ($(uname -m), $(nproc) cores), tree at $root"
+  say "commit:            $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo 'not a git checkout') $(git -C "$root" status --porcelain 2>/dev/null | grep -q . && echo '(with local changes)')"
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    gpu_line=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+    say "GPU:               $(nvidia-smi -L | head -1)"
+    say "GPU (name, driver, memory, compute capability): $gpu_line"
+    has_gpu=1
+  else
+    say "GPU:               none (nvidia-smi $(command -v nvidia-smi >/dev/null 2>&1 && echo 'found no device' || echo 'not found'))"
+  fi
+  cuda_root=$(find_cuda_root)
+  if [ -n "$cuda_root" ]; then
+    say "CUDA toolkit:      $cuda_root; $("$cuda_root/bin/nvcc" --version | grep -i release)"
+  else
+    say "CUDA toolkit:      no nvcc found (CUDA_PATH, /usr/local/cuda, PATH, pip nvidia-* packages)"
+  fi
+  # meson and ninja, from PATH or from pip's modules.
+  if ! command -v meson >/dev/null 2>&1 && python3 -c 'import mesonbuild' 2>/dev/null; then
+    printf '#!/bin/sh\nexec python3 -m mesonbuild.mesonmain "$@"\n' >"$tmpbin/meson" && chmod +x "$tmpbin/meson"
+  fi
+  if ! command -v ninja >/dev/null 2>&1; then
+    nb=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null) && [ -x "$nb/ninja" ] && ln -s "$nb/ninja" "$tmpbin/ninja"
+  fi
+  say "meson:             $(command -v meson >/dev/null && echo "$(meson --version) ($(command -v meson))" || echo 'NOT FOUND')"
+  say "ninja:             $(command -v ninja >/dev/null && echo "$(ninja --version) ($(command -v ninja))" || echo 'NOT FOUND')"
+  say "c++:               $(c++ --version 2>/dev/null | head -1 || echo 'NOT FOUND')"
+  say "ccache:            $(command -v ccache || echo 'not found')"
+  say "pkg-config:        $(command -v pkg-config || echo 'not found')"
+  cublas=$( (ldconfig -p 2>/dev/null | awk '/libcublas\.so/ {print $NF}'
+    [ -n "$cuda_root" ] && ls "$cuda_root"/lib64/libcublas.so* "$cuda_root"/lib/libcublas.so* 2>/dev/null
+    python3 -c 'import glob,site; [print(p) for s in site.getsitepackages() for p in glob.glob(s+"/nvidia/*/lib/libcublas.so*")]' 2>/dev/null
+  ) | sort -u | tr '\n' ' ')
+  say "libcublas:         ${cublas:-NOT FOUND}"
+  sanitizer=$(command -v compute-sanitizer 2>/dev/null)
+  for c in "$cuda_root/bin/compute-sanitizer" "$cuda_root/compute-sanitizer/compute-sanitizer"; do
+    [ -z "$sanitizer" ] && [ -n "$cuda_root" ] && [ -x "$c" ] && sanitizer=$c
+  done
+  say "compute-sanitizer: ${sanitizer:-NOT FOUND}${sanitizer:+ ($("$sanitizer" --version 2>/dev/null | grep -i version | head -1))}"
+  if [ -f /usr/include/catch2/catch.hpp ]; then
+    catch2="system (/usr/include/catch2)"
+  elif [ -f "$root/shared/gpu-deps/include/catch2/catch.hpp" ]; then
+    catch2="staged (shared/gpu-deps)"
+    export PKG_CONFIG_PATH="$root/shared/gpu-deps/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  else
+    catch2=""
+  fi
+  say "Catch2 v2 header:  ${catch2:-NOT FOUND: run scripts/stage-gpu-deps.sh where catch2 is installed, before sending the tree}"
+  say "OpenBLAS:          $(pkg-config --exists openblas 2>/dev/null && echo "found ($(pkg-config --modversion openblas))" || echo 'not found: the CPU GEMM uses its blocked C++ fallback')"
+} >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+tests_opt=true
+[ -z "$catch2" ] && tests_opt=false
+if [ -n "$cuda_root" ]; then
+  export CUDA_PATH=$cuda_root PATH="$cuda_root/bin:$PATH"
+  export LD_LIBRARY_PATH="$cuda_root/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+row "found" "GPU: ${gpu_line:-none}; CUDA: ${cuda_root:-none}; Catch2: ${catch2:-none}"
+
+# ---------------------------------------------------------------- build
+say ""
+say "== configure and build ($build, -j$jobs), log in $out/build.log"
+cuda_opt=enabled
+[ -z "$cuda_root" ] && cuda_opt=disabled
+setup_args=(-Dcuda=$cuda_opt -Dopenblas=auto "-Dgpu_archs=$archs" "-Dtests=$tests_opt")
+built=0
+t0=$(date +%s)
+lim=$(step_limit 25 65)
+if [ -f "$build/build.ninja" ]; then
+  timeout "$lim" meson setup --reconfigure "$build" "${setup_args[@]}" >"$out/build.log" 2>&1
+else
+  timeout "$lim" meson setup "$build" "${setup_args[@]}" >"$out/build.log" 2>&1
+fi
+rc=$?
+if [ $rc -ne 0 ]; then
+  tail -25 "$out/build.log"
+  row "configure" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
+  fail
+else
+  lim=$(step_limit 65 32)
+  # -k 0: a file that does not compile stops only what depends on it, so the
+  # tests that did build still run (and the failure is reported).
+  timeout "$lim" ninja -C "$build" -j "$jobs" -k 0 >>"$out/build.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    built=1
+    row "build" "ok ($(($(date +%s) - t0)) s, cuda $cuda_opt, tests $tests_opt)"
+  else
+    grep -E "error:|^FAILED:" "$out/build.log" | head -20
+    row "build" "FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $lim s"); $(grep -c '^FAILED:' "$out/build.log") targets failed)"
+    fail
+    # Partly built: run what exists.
+    ls "$build"/libtandem.so* >/dev/null 2>&1 && built=partial
+  fi
+fi
+[ -z "$cuda_root" ] && { row "cuda" "FAILED: no nvcc, built without CUDA"; fail; }
+[ "$tests_opt" = false ] && { row "tests" "FAILED: no Catch2 header (run scripts/stage-gpu-deps.sh)"; fail; }
+say "$(tail -1 "$out/build.log")"
+
+# ---------------------------------------------------------------- tests
+ran_tests=0
+if [ $built != 0 ] && [ "$tests_opt" = true ]; then
+  say ""
+  say "== meson test (all suites), log in $out/tests.log"
+  lim=$(step_limit 40 26)
+  ran_tests=1
+  # --no-rebuild: after a partial build, the binaries that are missing fail.
+  timeout "$lim" meson test -C "$build" --no-rebuild --num-processes "$jobs" --print-errorlogs >"$out/tests.log" 2>&1
+  rc=$?
+  [ $rc = 124 ] && say "meson test timed out after $lim s"
+  # The test log without each test's environment (nothing of the machine's
+  # variables leaves it).
+  python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    rec = json.loads(line); rec.pop("env", None); print(json.dumps(rec))' \
+    "$build/meson-logs/testlog.json" >"$out/testlog.json" 2>/dev/null
+  grep -E "^(Ok|Fail|Skipped|Timeout|Unexpected|Expected Fail):" "$out/tests.log"
+  # Per suite: binaries ok/failed/skipped, and Catch2's test-case counts.
+  # Exit 3: a GPU-suite binary was skipped (it saw no GPU).
+  python3 - "$out/testlog.json" >>"$out/summary.txt" <<'PY'
+import collections, json, re, sys
+suites = collections.OrderedDict()
+gpu_skipped = False
+for line in open(sys.argv[1]):
+    rec = json.loads(line)
+    # "suite": ["tandem:gpu"] in newer meson; meson 1.0 only names it: "tandem:gpu / test_gpu_linalg"
+    suite = ((rec.get("suite") or [None])[0] or rec.get("name", "?").split(" / ")[0]).split(":")[-1]
+    s = suites.setdefault(suite, collections.Counter())
+    result, out = rec.get("result", ""), rec.get("stdout", "") or ""
+    s["skip" if result == "SKIP" else "ok" if result == "OK" else "fail"] += 1
+    gpu_skipped |= result == "SKIP" and suite == "gpu"
+    m = re.search(r"All tests passed \(\d+ assertions? in (\d+) test cases?\)", out)
+    if m:
+        s["cases_ok"] += int(m.group(1))
+    m = re.search(r"test cases:\s+(\d+) \|\s+(\d+) passed \|\s+(\d+) failed", out)
+    if m:
+        s["cases_ok"] += int(m.group(2))
+        s["cases_fail"] += int(m.group(3))
+order = {"cpu": 0, "emulated": 1, "gpu": 2}
+for name, s in sorted(suites.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])):
+    print(f"{'suite ' + name:<22} {s['ok']} ok, {s['fail']} failed, {s['skip']} skipped binaries; "
+          f"{s['cases_ok']} test cases passed, {s['cases_fail']} failed")
+sys.exit(3 if gpu_skipped else 0)
+PY
+  prc=$?
+  [ $prc = 3 ] && row "suite gpu" "FAILED: GPU tests skipped (they saw no GPU)"
+  [ $prc -ne 0 ] && fail
+  [ $rc -ne 0 ] && fail
+fi
+
+# ---------------------------------------------------------------- sanitizers
+gpu_tests=()
+for f in "$build"/tests/test_gpu_*; do
+  [ -x "$f" ] && [ -f "$f" ] && gpu_tests+=("$f")
+done
+: >"$out/sanitizer.log"
+if [ $has_gpu = 0 ]; then
+  row "compute-sanitizer" "FAILED: not run, no GPU"
+  fail
+elif [ -z "$sanitizer" ]; then
+  row "compute-sanitizer" "FAILED: not found"
+  fail
+elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
+  say ""
+  say "== compute-sanitizer over ${#gpu_tests[@]} GPU test binaries (without [large] cases), log in $out/sanitizer.log"
+  for tool in memcheck racecheck; do
+    errors=0 failures=0 timeouts=0 runs=0
+    reserve=13
+    [ $tool = racecheck ] && reserve=10
+    for f in "${gpu_tests[@]}"; do
+      lim=$(step_limit 20 "$reserve")
+      [ "$lim" = 0 ] && { timeouts=$((timeouts + 1)); continue; }
+      timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" '~[large]' -w NoTests >"$out/run.tmp" 2>&1
+      rc=$?
+      runs=$((runs + 1))
+      { echo "--- $tool $(basename "$f") (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"
+      # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
+      n=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*RACECHECK SUMMARY: .*\(([0-9]+) error.*/\1/p' "$out/run.tmp" | tail -1)
+      errors=$((errors + ${n:-0}))
+      if [ $rc = 124 ]; then
+        timeouts=$((timeouts + 1))
+      elif [ $rc != 0 ]; then
+        failures=$((failures + 1)) # the tests failed under the tool, or it stopped without a summary
+      fi
+    done
+    rm -f "$out/run.tmp"
+    row "$tool" "$errors errors in $runs runs, $failures runs failed, $timeouts timed out or not run"
+    say "$tool: $errors errors in $runs runs, $failures runs failed, $timeouts timed out or not run"
+    [ $errors -gt 0 ] || [ $failures -gt 0 ] || [ $timeouts -gt 0 ] && fail
+  done
+fi
+
+# ---------------------------------------------------------------- benchmarks
+: >"$out/bench.log"
+if [ $built != 0 ]; then
+  for f in "$build"/bench/bench_gpu_*; do
+    [ -x "$f" ] && [ -f "$f" ] || continue
+    name=$(basename "$f")
+    lim=$(step_limit 25 1)
+    [ "$lim" = 0 ] && { row "$name" "not run: no time left"; continue; }
+    say ""
+    say "== $name (limit $lim s), log in $out/bench.log"
+    say "### $name" >>"$out/bench.log"
+    timeout "$lim" "$f" >"$out/bench.tmp" 2>&1
+    rc=$?
+    cat "$out/bench.tmp" >>"$out/bench.log"
+    tail -3 "$out/bench.tmp"
+    headline=$(grep -E '^headline:' "$out/bench.tmp" | tail -1 | sed 's/^headline: *//')
+    if grep -qi 'no GPU' "$out/bench.tmp"; then
+      row "$name" "FAILED: no GPU"
+      fail
+    elif [ $rc -ne 0 ]; then
+      row "$name" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
+      fail
+    else
+      row "$name" "${headline:-ran (no headline line; see bench.log)}"
+    fi
+    rm -f "$out/bench.tmp"
+  done
+fi
+
+# ---------------------------------------------------------------- summary
+if [ $has_gpu = 0 ]; then
+  row "GPU parts" "FAILED: no GPU on this machine$([ $ran_tests = 1 ] && echo '; the cpu and emulated suites above ran')"
+fi
+row "total" "$(elapsed) s of $budget s budget; $([ $failed = 0 ] && echo PASS || echo FAIL)"
+say ""
+say "== gpu-check summary (also in $out/summary.txt)"
+cat "$out/summary.txt"
+exit $failed
