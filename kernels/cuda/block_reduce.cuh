@@ -119,29 +119,41 @@ __device__ A allreduce_x(A v, const Combine& combine, const A& identity, A* smem
   return smem[threadIdx.y];
 }
 
-// Combines v over the threadIdx.y of each column of the block; the result
-// is returned in every thread of the column. smem holds blockDim.x *
+// Combines each of v[0..N) over the threadIdx.y of each column of the
+// block, all N in one pass (one barrier per tree level, not N); the results
+// are returned in every thread of the column. smem holds N * blockDim.x *
 // blockDim.y values. Every thread of the block must call it.
-template <typename A, typename Combine>
-__device__ A reduce_y(A v, const Combine& combine, A* smem) {
+template <int N, typename A, typename Combine>
+__device__ void reduce_y(A (&v)[N], const Combine& combine, A* smem) {
   const int bx = static_cast<int>(blockDim.x), by = static_cast<int>(blockDim.y);
-  if (by == 1) return v;
+  if (by == 1) return;
   // Lanes a multiple of bx apart in a warp share threadIdx.x: fold the
   // warp's rows first.
-  for (int off = 16; off >= bx; off /= 2) v = combine(v, shfl_down(v, off, 32));
+  for (int off = 16; off >= bx; off /= 2)
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = combine(v[k], shfl_down(v[k], off, 32));
   const int rows_per_warp = bx < 32 ? 32 / bx : 1;
   const int parts = by / rows_per_warp;
-  if (parts == 1) return shfl(v, static_cast<int>(threadIdx.x), 32);
+  if (parts == 1) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) v[k] = shfl(v[k], static_cast<int>(threadIdx.x), 32);
+    return;
+  }
+  auto at = [&](int part, int k) -> A& { return smem[(part * bx + static_cast<int>(threadIdx.x)) * N + k]; };
   __syncthreads();  // smem may still be read by a previous call
-  if (threadIdx.y % rows_per_warp == 0) smem[(threadIdx.y / rows_per_warp) * bx + threadIdx.x] = v;
+  if (threadIdx.y % rows_per_warp == 0)
+#pragma unroll
+    for (int k = 0; k < N; ++k) at(static_cast<int>(threadIdx.y) / rows_per_warp, k) = v[k];
   __syncthreads();
   for (int s = parts / 2; s > 0; s /= 2) {
-    if (static_cast<int>(threadIdx.y) < s)
-      smem[threadIdx.y * bx + threadIdx.x] =
-          combine(smem[threadIdx.y * bx + threadIdx.x], smem[(threadIdx.y + s) * bx + threadIdx.x]);
+    const int y = static_cast<int>(threadIdx.y);
+    if (y < s)
+#pragma unroll
+      for (int k = 0; k < N; ++k) at(y, k) = combine(at(y, k), at(y + s, k));
     __syncthreads();
   }
-  return smem[threadIdx.x];
+#pragma unroll
+  for (int k = 0; k < N; ++k) v[k] = at(0, k);
 }
 
 }  // namespace tandem::gpu

@@ -170,6 +170,19 @@ __device__ void reduce_rows(const ReduceArgs<T, Ops, Writer>& a, int64_t r0, int
   if (active && threadIdx.x == 0) finish(a, o, out_off, acc);
 }
 
+// Whether the columns epilogue combines its VO accumulators at once: VO
+// values per thread in shared memory, within the 48 KiB a launch gets
+// without opting in.
+template <typename Ops, int VO>
+inline constexpr bool wide_columns = VO > 1 && VO* kReduceThreads * sizeof(typename Ops::acc_t) <= 48 * 1024;
+
+// Dynamic shared memory of the reduce kernel for a launch.
+template <int Vec, typename Ops>
+size_t reduce_smem_bytes(const ReduceLaunch& launch) {
+  const bool wide = launch.vec_outputs == Vec && wide_columns<Ops, Vec>;
+  return static_cast<size_t>(launch.block_x) * launch.block_y * (wide ? Vec : 1) * sizeof(typename Ops::acc_t);
+}
+
 // columns: VO consecutive outputs from (blockIdx.x * blockDim.x +
 // threadIdx.x) * VO, loaded as one vector; the fold over threadIdx.y.
 template <int VO, typename T, typename Ops, typename Writer>
@@ -210,12 +223,21 @@ __device__ void reduce_columns(const ReduceArgs<T, Ops, Writer>& a, int64_t r0, 
       for (int k = 0; k < VO; ++k) acc[k] = ops.reduce(acc[k], load_as<in_t>(x.v[k]), r);
     }
   }
-  const int64_t out_step = a.layout.kept.out_strides[0];
+  // All VO accumulators in one pass when the shared memory holds them.
+  if constexpr (wide_columns<Ops, VO>) {
+    reduce_y(acc, Combine<Ops>{ops}, smem);
+  } else {
 #pragma unroll
-  for (int k = 0; k < VO; ++k) {
-    acc[k] = reduce_y(acc[k], Combine<Ops>{ops}, smem);
-    if (active && threadIdx.y == 0) finish(a, o + k, out_off + k * out_step, acc[k]);
+    for (int k = 0; k < VO; ++k) {
+      acc_t one[1] = {acc[k]};
+      reduce_y(one, Combine<Ops>{ops}, smem);
+      acc[k] = one[0];
+    }
   }
+  const int64_t out_step = a.layout.kept.out_strides[0];
+  if (active && threadIdx.y == 0)
+#pragma unroll
+    for (int k = 0; k < VO; ++k) finish(a, o + k, out_off + k * out_step, acc[k]);
 }
 
 template <int Vec, typename T, typename Ops, typename Writer>
@@ -286,7 +308,7 @@ void launch_reduce(const ReduceLayout& layout, const Tensor& in, const Ops& ops,
   }
   const dim3 grid(static_cast<unsigned>(launch.grid_x), static_cast<unsigned>(launch.splits));
   const dim3 block(launch.block_x, launch.block_y);
-  kernel<<<grid, block, launch.block_x * launch.block_y * sizeof(acc_t), stream>>>(args);
+  kernel<<<grid, block, reduce_smem_bytes<Vec, Ops>(launch), stream>>>(args);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   if (launch.splits > 1) {
     const dim3 fblock(launch.finalize_x, launch.finalize_y);

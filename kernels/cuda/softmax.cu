@@ -194,7 +194,9 @@ __global__ void __launch_bounds__(kSoftmaxColumnThreads)
   fn::MaxSum<M> acc = lse.identity();
   if (active)
     for (int64_t j = threadIdx.y; j < n; j += blockDim.y) acc = lse.reduce(acc, load_as<M>(x[j * inner]), 0);
-  acc = reduce_y(acc, MaxSumCombine<M>{}, smem);
+  fn::MaxSum<M> col[1] = {acc};
+  reduce_y(col, MaxSumCombine<M>{}, smem);
+  acc = col[0];
   if (!active) return;
   const M sum = softmax_sum(acc);
   const fn::SoftmaxOut<M> soft{acc.max, M(1) / sum};
