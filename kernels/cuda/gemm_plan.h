@@ -96,7 +96,9 @@ inline GemmPlan plan_gemm(const std::vector<int64_t>& batch, const std::vector<i
   }
 
   // The largest dim (the innermost of equals) is the strided batch of each
-  // call; the others are looped over.
+  // call; the others are looped over on the host rather than copied into one
+  // stride: a broadcast operand is never materialized, and the calls number
+  // only the product of the smaller dims (e.g. 2 for (2, 3, M, K) @ (3, K, N)).
   if (!dims.empty()) {
     size_t best = dims.size() - 1;
     for (size_t d = dims.size(); d-- > 0;)
