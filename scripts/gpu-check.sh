@@ -237,7 +237,7 @@ elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
     for f in "${gpu_tests[@]}"; do
       lim=$(step_limit 20 "$reserve")
       [ "$lim" = 0 ] && { timeouts=$((timeouts + 1)); continue; }
-      timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" '~[large]' -w NoTests >"$out/run.tmp" 2>&1
+      TANDEM_NO_CUDA_MEMORY_CACHING=1 timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" '~[large]' -w NoTests >"$out/run.tmp" 2>&1
       rc=$?
       runs=$((runs + 1))
       { echo "--- $tool $(basename "$f") (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"

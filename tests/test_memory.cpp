@@ -3,6 +3,7 @@
 // devices; these tests run where it can be observed exactly: on emulated
 // devices (the suite caps each at 256 MiB), and check the errors elsewhere.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -220,4 +221,20 @@ DEVICE_TEST_CASE("non-blocking copies between pinned memory and a device give th
   dst.copy_(on_device, /*non_blocking=*/true);
   cuda::synchronize(device.index());
   test::check_equal(dst, x);
+}
+
+TEST_CASE("with TANDEM_NO_CUDA_MEMORY_CACHING each tensor has its own exact allocation", "[memory][nocache]") {
+  const char* env = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
+  if (!cuda::is_emulated() || env == nullptr || std::string(env) != "1") return;
+  size_t reserved0 = cuda::memory_reserved(0);
+  int64_t allocs = stat("num_device_alloc"), frees = stat("num_device_free");
+  {
+    Tensor a = bytes_on(1000), b = bytes_on(3 * kMiB + 7);
+    CHECK(cuda::memory_reserved(0) == reserved0 + 1000 + 3 * kMiB + 7);
+    CHECK(cuda::memory_allocated(0) == cuda::memory_reserved(0));
+    CHECK(stat("num_device_alloc") == allocs + 2);
+  }
+  CHECK(cuda::memory_reserved(0) == reserved0);  // freed at once, nothing cached
+  CHECK(stat("num_device_free") == frees + 2);
+  CHECK_THROWS_WITH(bytes_on(300 * kMiB), Catch::StartsWith("CUDA out of memory. Tried to allocate 300.00 MiB"));
 }

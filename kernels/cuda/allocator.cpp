@@ -43,6 +43,10 @@ constexpr int kMaxDevices = 64;
 
 static_assert(kSmallBuffer % kMinBlockSize == 0 && kSmallSize < kSmallBuffer && kMinLargeAlloc < kLargeBuffer);
 
+size_t round_size(size_t n) {
+  return n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
+}
+
 // Where segments come from: cudaMalloc, or host memory with a capacity.
 class RawMemory {
  public:
@@ -77,7 +81,7 @@ class EmulatedMemory final : public RawMemory {
   explicit EmulatedMemory(size_t capacity) : capacity_(capacity) {}
   void* allocate(size_t n) override {
     if (capacity_ != 0 && used_ + n > capacity_) return nullptr;
-    void* p = std::aligned_alloc(kMinBlockSize, n);
+    void* p = std::aligned_alloc(kMinBlockSize, round_size(n));  // aligned_alloc wants a multiple
     if (p != nullptr) used_ += n;
     return p;
   }
@@ -125,10 +129,6 @@ bool BlockOrder::operator()(const Block* a, const Block* b) const {
   return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
 }
 
-size_t round_size(size_t n) {
-  return n < kMinBlockSize ? kMinBlockSize : (n + kMinBlockSize - 1) & ~(kMinBlockSize - 1);
-}
-
 size_t segment_size(size_t size) {
   if (size <= kSmallSize) return kSmallBuffer;
   if (size < kMinLargeAlloc) return kLargeBuffer;
@@ -152,31 +152,44 @@ std::string format_bytes(size_t n) {
   return buf;
 }
 
+// TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING):
+// every tensor gets its own exact-size allocation, freed at once, so that
+// compute-sanitizer sees an access past a tensor's end.
+bool caching_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return off;
+}
+
 class DeviceAllocator {
  public:
-  DeviceAllocator(int device, std::unique_ptr<RawMemory> raw) : device_(device), raw_(std::move(raw)) {}
+  DeviceAllocator(int device, std::unique_ptr<RawMemory> raw)
+      : device_(device), raw_(std::move(raw)), caching_(!caching_disabled()) {}
 
   void* malloc(size_t nbytes, StreamRef stream) {
     std::lock_guard<std::mutex> lock(mu_);
     process_events();
-    size_t size = round_size(nbytes);
+    size_t size = caching_ ? round_size(nbytes) : nbytes;
     bool small = size <= kSmallSize;
     BlockPool& pool = small ? small_ : large_;
-    Block* block = take_free(pool, size, stream);
-    if (block == nullptr) block = new_segment(segment_size(size), small, stream);
+    Block* block = caching_ ? take_free(pool, size, stream) : nullptr;
+    size_t new_size = caching_ ? segment_size(size) : size;
+    if (block == nullptr) block = new_segment(new_size, small, stream);
     if (block == nullptr) {
       // Give back everything cached, then try once more.
       synchronize_and_free_events();
       release_cached(small_);
       release_cached(large_);
       ++stats_.num_alloc_retries;
-      block = new_segment(segment_size(size), small, stream);
+      block = new_segment(new_size, small, stream);
     }
     if (block == nullptr) {
       ++stats_.num_ooms;
       throw_out_of_memory(nbytes);
     }
-    if (should_split(block, size)) {
+    if (caching_ && should_split(block, size)) {
       auto* rest = new Block(block->stream, block->size - size, static_cast<char*>(block->ptr) + size, small);
       rest->prev = block;
       rest->next = block->next;
@@ -211,6 +224,11 @@ class DeviceAllocator {
       stats_.requested_bytes[i].decrease(static_cast<int64_t>(block->requested));
     }
     block->requested = 0;
+    if (!caching_) {
+      for (const StreamRef& s : block->uses) cuda_runtime::stream_synchronize(device_, s.handle);
+      release_segment(block);
+      return;
+    }
     // Work queued on other streams may still read or write the block: wait
     // for it with an event per stream before the block is reused.
     for (const StreamRef& s : block->uses) {
@@ -340,15 +358,20 @@ class DeviceAllocator {
         ++it;
         continue;
       }
-      raw_->release(b->ptr, b->size);
-      ++stats_.num_device_free;
-      for (int i : {0, pool_index(b->small)}) {
-        stats_.reserved_bytes[i].decrease(static_cast<int64_t>(b->size));
-        stats_.segment[i].decrease(1);
-      }
       it = pool.erase(it);
-      delete b;
+      release_segment(b);
     }
+  }
+
+  // A block that is a whole segment, back to the device.
+  void release_segment(Block* b) {
+    raw_->release(b->ptr, b->size);
+    ++stats_.num_device_free;
+    for (int i : {0, pool_index(b->small)}) {
+      stats_.reserved_bytes[i].decrease(static_cast<int64_t>(b->size));
+      stats_.segment[i].decrease(1);
+    }
+    delete b;
   }
 
   void event_done(std::pair<void*, Block*>& e) {
@@ -392,6 +415,7 @@ class DeviceAllocator {
 
   int device_;
   std::unique_ptr<RawMemory> raw_;
+  bool caching_;
   std::mutex mu_;
   BlockPool small_, large_;
   std::unordered_map<void*, Block*> active_;

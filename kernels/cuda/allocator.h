@@ -10,6 +10,8 @@
 // belong to the stream they were allocated on and are reused only there, so
 // freeing a block right after queueing work on it is safe; a block used on
 // another stream (record_stream) waits for that stream's work before reuse.
+// TANDEM_NO_CUDA_MEMORY_CACHING=1 turns caching off (each tensor its own
+// exact-size cudaMalloc, freed at once) for compute-sanitizer runs.
 #pragma once
 
 #include <cstddef>
