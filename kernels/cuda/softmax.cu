@@ -41,6 +41,20 @@ struct MaxSumCombine {
   }
 };
 
+// exp(x - max) of the register kernel. 16-bit rows use the hardware's
+// approximate exp (a multiply and ex2): its error (a few float ulps, more
+// for arguments far below 0, whose exps hardly count) vanishes when the
+// result is rounded to 8 or 11 bits, and the accurate expf would make a
+// bfloat16 row compute-bound rather than memory-bound. float and double
+// keep the accurate exp.
+template <typename T, typename M>
+__device__ __forceinline__ M softmax_exp(M x) {
+  if constexpr (sizeof(T) == 2)
+    return __expf(x);
+  else
+    return std::exp(x);
+}
+
 // An online (max, sum) counts a row maximum of +inf as exp(0) = 1 where
 // the CPU's exp(inf - inf) is NaN (softmax then gives NaN everywhere, as
 // torch); a NaN max already makes every output NaN.
@@ -88,17 +102,23 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
     }
   }
 
-  // Padding slots hold -inf, which no max picks.
+  // Padding slots hold -inf, which no max picks. A branch-free max that
+  // skips NaN plus a NaN flag gives max_nan's result in fewer instructions.
   M max = fn::lowest_value<M>();
+  bool any_nan = false;
 #pragma unroll
-  for (int s = 0; s < E; ++s) max = fn::max_nan(max, v[s]);
+  for (int s = 0; s < E; ++s) {
+    max = fn::max_skip_nan(max, v[s]);
+    any_nan |= fn::is_nan(v[s]);
+  }
+  if (any_nan) max = std::numeric_limits<M>::quiet_NaN();
   max = allreduce_x(max, MaxNan<M>{}, fn::lowest_value<M>(), smem);
 
   M sum = 0;
 #pragma unroll
   for (int s = 0; s < E; ++s) {
     if (softmax_slot_index(s, lane, g, V, vectorized) < n) {
-      const M e = std::exp(v[s] - max);
+      const M e = softmax_exp<T>(v[s] - max);
       if (!log) v[s] = e;  // softmax reuses exp(x - max): SoftmaxOut without a second exp
       sum += e;
     }
