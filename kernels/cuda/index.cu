@@ -6,8 +6,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
-
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/cat_plan.h"
 #include "kernels/cuda/index.h"
@@ -18,21 +16,6 @@
 namespace tandem::gpu {
 
 namespace {
-
-constexpr int kThreads = 256;
-// Blocks per multiprocessor for grid-stride launches: 8 x 256 threads fill
-// an SM (2048 resident threads on sm_75..sm_90).
-constexpr int kBlocksPerSm = 8;
-
-dim3 grid_for(int64_t n, int device) {
-  int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * kBlocksPerSm;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kThreads), 1, cap)));
-}
-
-__device__ __forceinline__ int64_t global_thread() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // Calls f.template operator()<U>() with U the unsigned type of `size` bytes:
 // gather, index_select and cat only move elements, so four instantiations
@@ -132,7 +115,7 @@ void launch_gather(const char* op, const Tensor& out, const Tensor& self, const 
   BadIndexFlag bad(device, stream);
   dispatch_bytes(out.element_size(), [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
-      gather_kernel<T, Idx, I><<<grid_for(n, device), kThreads, 0, stream>>>(
+      gather_kernel<T, Idx, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
           p, n, static_cast<T*>(out.data_ptr()), static_cast<const T*>(self.data_ptr()),
           static_cast<const Idx*>(index.data_ptr()), dim_stride(self, dim), size, bad.ptr());
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
@@ -257,9 +240,9 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   BadIndexFlag bad(device, stream);
   dispatch_all(self.dtype(), "scatter_add (cuda)", [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
-      scatter_add_kernel<T, I>
-          <<<grid_for(n, device), kThreads, 0, stream>>>(p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(),
-                                                         src.data_ptr<T>(), dim_stride(self, dim), size, bad.ptr());
+      scatter_add_kernel<T, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
+          p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), dim_stride(self, dim), size,
+          bad.ptr());
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -276,8 +259,8 @@ void one_hot(const Tensor& out, const Tensor& in) {
   const int64_t n = in.numel();
   auto p = make_strided_offsets<1>(in.sizes(), {walk_strides(in, static_cast<size_t>(in.dim()))}, "one_hot");
   dispatch_index_width(n, [&]<typename I>() {
-    one_hot_kernel<I><<<grid_for(n, device), kThreads, 0, stream>>>(p, n, out.data_ptr<int64_t>(),
-                                                                    in.data_ptr<int64_t>(), out.size(-1));
+    one_hot_kernel<I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
+        p, n, out.data_ptr<int64_t>(), in.data_ptr<int64_t>(), out.size(-1));
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -290,11 +273,11 @@ void cat(const Tensor& out, const std::vector<Tensor>& inputs, int64_t dim) {
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(out);
   for (const CatLaunch& l : plan_cat(out, inputs, dim)) {
-    dim3 grid = grid_for(l.max_numel, device);
+    dim3 grid = grid_stride_blocks(l.max_numel, device);
     grid.y = static_cast<unsigned>(l.batch.count);
     dispatch_bytes(out.element_size(), [&]<typename T>() {
       dispatch_index_width(l.max_index, [&]<typename I>() {
-        cat_kernel<T, I><<<grid, kThreads, 0, stream>>>(l.batch);
+        cat_kernel<T, I><<<grid, kGridStrideThreads, 0, stream>>>(l.batch);
         TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
       });
     });

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda/check.h"
@@ -33,5 +34,29 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Multiprocessor count of a device (cached), to size grid-stride launches.
 int multiprocessor_count(int device);
+
+// ---------------------------------------------------------------- grid-stride loops
+// A grid-stride kernel runs kGridStrideThreads threads a block, each taking
+// elements global_thread(), + grid_threads(), ... below n; the grid is only
+// as large as the device can hold at once.
+
+constexpr int kGridStrideThreads = 256;
+// 8 x 256 threads fill a multiprocessor (2048 resident threads on sm_75..sm_90).
+constexpr int kGridStrideBlocksPerSm = 8;
+
+// Blocks for a grid-stride launch over n elements: one per kGridStrideThreads
+// elements, at least one (n may be 0) and at most what fills the device.
+inline dim3 grid_stride_blocks(int64_t n, int device) {
+  const int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * kGridStrideBlocksPerSm;
+  return dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kGridStrideThreads), 1, cap)));
+}
+
+#if defined(__CUDACC__)
+// This thread's first element, and the stride to its next, in 64 bits.
+__device__ __forceinline__ int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+#endif
 
 }  // namespace tandem::gpu

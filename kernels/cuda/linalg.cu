@@ -107,8 +107,7 @@ cublasHandle_t handle_for(int device, cudaStream_t stream) {
 template <typename U>
 __global__ void pack_kernel(const U* __restrict__ src, U* __restrict__ dst, int64_t total, int64_t rows, int64_t cols,
                             int64_t batch, int64_t rs, int64_t cs) {
-  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+  for (int64_t i = global_thread(); i < total; i += grid_threads()) {
     int64_t j = i % cols, r = (i / cols) % rows, p = i / (cols * rows);
     dst[i] = src[p * batch + r * rs + j * cs];
   }

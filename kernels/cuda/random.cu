@@ -7,7 +7,6 @@
 // The cpu computes u * range + from as two rounded operations; nvcc would
 // contract them into one fma, so the kernels spell them with the _rn
 // intrinsics, which it never contracts.
-#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/launch.cuh"
@@ -16,19 +15,6 @@
 namespace tandem::gpu {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kBlocksPerSm = 8;
-
-dim3 grid_for(int64_t n, int device) {
-  int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * kBlocksPerSm;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kThreads), 1, cap)));
-}
-
-__device__ __forceinline__ int64_t global_thread() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
 // Significant bits of a uniform draw per dtype (tensor/ops/random.h).
 template <typename T>
@@ -129,13 +115,13 @@ void uniform(const Tensor& out, PhiloxState st, double from, double to) {
   cudaStream_t stream = stream_of(out);
   dispatch_floating(out.dtype(), "uniform (cuda)", [&]<typename T>() {
     if constexpr (std::is_same_v<T, double>) {
-      uniform64_kernel<<<grid_for(ceil_div(n, 2), device), kThreads, 0, stream>>>(out.data_ptr<double>(), n, st, from,
-                                                                                  to - from);
+      uniform64_kernel<<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
+          out.data_ptr<double>(), n, st, from, to - from);
     } else {
       // The cpu's float operands: both bounds rounded to float first.
       const float lo = static_cast<float>(from), range = static_cast<float>(to) - lo;
-      uniform32_kernel<T>
-          <<<grid_for(ceil_div(n, 4), device), kThreads, 0, stream>>>(out.data_ptr<T>(), n, st, lo, range);
+      uniform32_kernel<T><<<grid_stride_blocks(ceil_div(n, 4), device), kGridStrideThreads, 0, stream>>>(
+          out.data_ptr<T>(), n, st, lo, range);
     }
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
@@ -149,7 +135,8 @@ void normal(const Tensor& out, PhiloxState st, double mean, double std) {
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(out);
   dispatch_floating(out.dtype(), "normal (cuda)", [&]<typename T>() {
-    normal_kernel<T><<<grid_for(n, device), kThreads, 0, stream>>>(out.data_ptr<T>(), n, st, mean, std);
+    normal_kernel<T>
+        <<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(), n, st, mean, std);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -163,7 +150,8 @@ void randint(const Tensor& out, PhiloxState st, int64_t low, int64_t high) {
   cudaStream_t stream = stream_of(out);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   dispatch_all(out.dtype(), "randint (cuda)", [&]<typename T>() {
-    randint_kernel<T><<<grid_for(ceil_div(n, 2), device), kThreads, 0, stream>>>(out.data_ptr<T>(), n, st, low, range);
+    randint_kernel<T><<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(),
+                                                                                                     n, st, low, range);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -12,19 +12,6 @@ namespace tandem::gpu {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kBlocksPerSm = 8;
-
-dim3 grid_for(int64_t n, int device) {
-  int64_t cap = static_cast<int64_t>(multiprocessor_count(device)) * kBlocksPerSm;
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kThreads), 1, cap)));
-}
-
-__device__ __forceinline__ int64_t global_thread() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-
 template <typename T>
 __global__ void arange_kernel(T* out, int64_t n, fn::arange_acc_t<T> start, fn::arange_acc_t<T> step) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) out[i] = fn::arange_at<T>(start, step, i);
@@ -57,8 +44,8 @@ void arange(const Tensor& out, const Scalar& start, const Scalar& step) {
   DeviceGuard guard(device);
   dispatch_numeric(out.dtype(), "arange (cuda)", [&]<typename T>() {
     using Acc = fn::arange_acc_t<T>;
-    arange_kernel<T><<<grid_for(n, device), kThreads, 0, stream_of(out)>>>(contiguous_data<T>(out), n, start.to<Acc>(),
-                                                                           step.to<Acc>());
+    arange_kernel<T><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream_of(out)>>>(
+        contiguous_data<T>(out), n, start.to<Acc>(), step.to<Acc>());
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -78,8 +65,8 @@ void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
     }
     const S sa = static_cast<S>(a), sz = static_cast<S>(z);
     const S step = M::div(M::sub(sz, sa), steps - 1);
-    linspace_kernel<T>
-        <<<grid_for(steps, device), kThreads, 0, stream_of(out)>>>(contiguous_data<T>(out), steps, sa, sz, step);
+    linspace_kernel<T><<<grid_stride_blocks(steps, device), kGridStrideThreads, 0, stream_of(out)>>>(
+        contiguous_data<T>(out), steps, sa, sz, step);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -94,7 +81,8 @@ void eye(const Tensor& out) {
   TANDEM_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), stream));
   const int64_t diag = std::min(n, m);
   dispatch_all(out.dtype(), "eye (cuda)", [&]<typename T>() {
-    eye_kernel<T><<<grid_for(diag, device), kThreads, 0, stream>>>(contiguous_data<T>(out), diag, m);
+    eye_kernel<T>
+        <<<grid_stride_blocks(diag, device), kGridStrideThreads, 0, stream>>>(contiguous_data<T>(out), diag, m);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
