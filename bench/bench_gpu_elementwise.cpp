@@ -11,71 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
 using namespace tandem;
 
-namespace {
+using gpu_bench::check;
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "bench_gpu_elementwise: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-  }
-}
+namespace {
 
 // A sample lasts at least this long on the GPU (a batch of calls between two
 // events), so the events' resolution (~0.5 us) stays far below a figure.
 constexpr float kSampleMs = 0.5f;
 constexpr int kSamples = 15;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Seconds per call of f on the current stream of cuda:0: median of
-// kSamples batches, after warm-up calls. The samples of two callables are
-// taken alternately, so that clocks and load move both alike.
-struct Timer {
-  cudaStream_t stream;
-  cudaEvent_t start, stop;
-
-  Timer() : stream(static_cast<cudaStream_t>(cuda::current_stream(0).handle())) {
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-  }
-  ~Timer() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-
-  float batch_ms(const std::function<void()>& f, int calls) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    for (int i = 0; i < calls; ++i) f();
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    return ms;
-  }
-
-  int calls_per_sample(const std::function<void()>& f) {
-    for (int i = 0; i < 3; ++i) f();  // warm-up: the allocator's cache, clocks
-    const float one = std::max(batch_ms(f, 1), 1e-4f);
-    return std::max(1, static_cast<int>(kSampleMs / one));
-  }
-
-  std::pair<double, double> compare(const std::function<void()>& op, const std::function<void()>& ceiling) {
-    const int n_op = calls_per_sample(op), n_ceiling = calls_per_sample(ceiling);
-    std::vector<double> a, b;
-    for (int s = 0; s < kSamples; ++s) {
-      a.push_back(batch_ms(op, n_op) * 1e-3 / n_op);
-      b.push_back(batch_ms(ceiling, n_ceiling) * 1e-3 / n_ceiling);
-    }
-    return {median(a), median(b)};
-  }
-};
 
 struct Case {
   std::string name;
@@ -86,22 +34,9 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick") {
-      quick = true;
-    } else if (arg == "--filter" && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: bench_gpu_elementwise [--quick] [--filter SUBSTR]\n");
-      return 2;
-    }
-  }
-  if (!cuda::is_available() || cuda::is_emulated()) {
-    std::printf("no GPU: bench_gpu_elementwise needs a real CUDA device (%s)\n",
-                cuda::is_emulated() ? "the cuda devices are emulated" : "cuda::is_available() is false");
+  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  if (const char* why = gpu_bench::why_no_gpu()) {
+    std::printf("no GPU: bench_gpu_elementwise needs a real CUDA device (%s)\n", why);
     return 0;
   }
   const Device gpu("cuda:0");
@@ -112,7 +47,7 @@ int main(int argc, char** argv) {
       props.name.c_str(), props.multi_processor_count);
   std::printf("%-9s %6s  %-26s %10s %10s %10s %6s\n", "dtype", "n", "op", "time_us", "GB/s", "memcpy", "ratio");
 
-  Timer timer;
+  gpu_bench::EventTimer timer;
   std::vector<int> log_sizes = quick ? std::vector<int>{20, 24} : std::vector<int>{20, 24, 28};
   for (Dtype dt : {kFloat32, kBFloat16, kFloat16}) {
     for (int lg : log_sizes) {
@@ -150,9 +85,9 @@ int main(int argc, char** argv) {
         if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
         const auto copy_bytes = static_cast<size_t>(c.bytes / 2);
         auto memcpy_same = [&] {
-          check(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, timer.stream), "cudaMemcpyAsync");
+          check(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, timer.stream()), "cudaMemcpyAsync");
         };
-        auto [t_op, t_copy] = timer.compare(c.run, memcpy_same);
+        auto [t_op, t_copy] = timer.compare(c.run, memcpy_same, kSampleMs, kSamples);
         const double gbs = c.bytes / t_op * 1e-9, copy_gbs = c.bytes / t_copy * 1e-9;
         std::printf("%-9s %4s%-2d  %-26s %10.1f %10.1f %10.1f %6.2f\n", std::string(dtype_name(dt)).c_str(), "2^", lg,
                     c.name.c_str(), t_op * 1e6, gbs, copy_gbs, gbs / copy_gbs);

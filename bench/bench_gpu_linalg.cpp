@@ -14,18 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
 using namespace tandem;
 
 namespace {
 
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
 void check_cublas(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "%s: %s\n", what, cublasGetStatusString(s));
@@ -39,40 +34,21 @@ constexpr cudaStream_t kStream = nullptr;
 constexpr double kSampleSeconds = 0.02;  // a sample batches calls until it lasts about this long
 constexpr int kSamples = 7;              // per side, alternating
 
-// Seconds of GPU time per call of f, median over samples; the two sides are
-// sampled alternately so that clocks and temperature drift touch both alike.
-struct Timer {
-  cudaEvent_t start, stop;
-  Timer() {
-    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
-    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
-  }
-  double seconds(const std::function<void()>& f, int calls) {
-    check_cuda(cudaEventRecord(start, kStream), "cudaEventRecord");
-    for (int i = 0; i < calls; ++i) f();
-    check_cuda(cudaEventRecord(stop, kStream), "cudaEventRecord");
-    check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    return ms * 1e-3 / calls;
-  }
-};
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-std::pair<double, double> time_pair(Timer& timer, const std::function<void()>& op, const std::function<void()>& peer) {
+// Seconds of GPU time per call of op and of peer, medians over samples; the
+// two sides are sampled alternately so that clocks and temperature drift
+// touch both alike.
+std::pair<double, double> time_pair(gpu_bench::EventTimer& timer, const std::function<void()>& op,
+                                    const std::function<void()>& peer) {
+  auto seconds = [&](const std::function<void()>& f, int calls) { return timer.batch_ms(f, calls) * 1e-3 / calls; };
   for (int i = 0; i < 2; ++i) op(), peer();  // warm-up: handles, workspaces, allocator, clocks
-  double one = std::max(timer.seconds(op, 1), timer.seconds(peer, 1));
+  double one = std::max(seconds(op, 1), seconds(peer, 1));
   int calls = static_cast<int>(std::clamp(kSampleSeconds / std::max(one, 1e-7), 1.0, 2000.0));
   std::vector<double> a, b;
   for (int s = 0; s < kSamples; ++s) {
-    a.push_back(timer.seconds(op, calls));
-    b.push_back(timer.seconds(peer, calls));
+    a.push_back(seconds(op, calls));
+    b.push_back(seconds(peer, calls));
   }
-  return {median(a), median(b)};
+  return {gpu_bench::median(a), gpu_bench::median(b)};
 }
 
 // How each precision reaches cuBLAS.
@@ -160,27 +136,15 @@ double relative_difference(const Tensor& x, const Tensor& y) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--quick") {
-      quick = true;
-    } else if (arg == "--filter" && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTR]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (!cuda::is_available() || cuda::is_emulated()) {
+  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  if (gpu_bench::why_no_gpu()) {
     std::printf("no GPU\n");
     return 0;
   }
   const Device gpu("cuda:0");
   cuda::DeviceProperties props = cuda::get_device_properties(0);
   int runtime = 0;
-  check_cuda(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  gpu_bench::check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
   cublasHandle_t handle;
   check_cublas(cublasCreate(&handle), "cublasCreate");
   check_cublas(cublasSetStream(handle, kStream), "cublasSetStream");
@@ -193,7 +157,7 @@ int main(int argc, char** argv) {
   std::printf("# TFLOP/s = 2*batch*M*N*K / median GPU time per call (CUDA events); ratio = tandem / cublas\n");
   std::printf("%-9s %-20s %12s %12s %7s\n", "dtype", "case", "tandem", "cublas", "ratio");
 
-  Timer timer;
+  gpu_bench::EventTimer timer(kStream);
   std::vector<double> ratios;
   double worst = 1e30;
   std::string worst_name;

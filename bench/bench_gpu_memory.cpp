@@ -15,23 +15,15 @@
 #include <functional>
 #include <vector>
 
+#include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
 using namespace tandem;
 
+using gpu_bench::check;
+using gpu_bench::median;
+
 namespace {
-
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "bench_gpu_memory: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-  }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Median seconds per call over samples of `calls` calls each, after a warm-up.
 double seconds_per_call(const std::function<void()>& f, int calls, int samples) {

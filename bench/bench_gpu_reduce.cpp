@@ -12,73 +12,19 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
 using namespace tandem;
 
-namespace {
+using gpu_bench::check;
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "bench_gpu_reduce: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-  }
-}
+namespace {
 
 // A sample is a batch of calls lasting at least kSampleMs between two
 // events, so the events' resolution stays far below a figure.
 constexpr float kSampleMs = 1.0f;
 constexpr int kSamples = 15;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Seconds per call on cuda:0's current stream: the median of kSamples
-// batches after warm-up, the op's and the ceiling's samples alternating so
-// that clocks and load move both alike.
-class Timer {
- public:
-  Timer() : stream_(static_cast<cudaStream_t>(cuda::current_stream(0).handle())) {
-    check(cudaEventCreate(&start_), "cudaEventCreate");
-    check(cudaEventCreate(&stop_), "cudaEventCreate");
-  }
-  ~Timer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  cudaStream_t stream() const { return stream_; }
-
-  std::pair<double, double> compare(const std::function<void()>& op, const std::function<void()>& ceiling) {
-    const int n_op = calls_per_sample(op), n_ceiling = calls_per_sample(ceiling);
-    std::vector<double> a, b;
-    for (int s = 0; s < kSamples; ++s) {
-      a.push_back(batch_ms(op, n_op) * 1e-3 / n_op);
-      b.push_back(batch_ms(ceiling, n_ceiling) * 1e-3 / n_ceiling);
-    }
-    return {median(a), median(b)};
-  }
-
- private:
-  float batch_ms(const std::function<void()>& f, int calls) {
-    check(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    for (int i = 0; i < calls; ++i) f();
-    check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-    check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms;
-  }
-  int calls_per_sample(const std::function<void()>& f) {
-    for (int i = 0; i < 3; ++i) f();  // warm-up: the allocator's cache, the occupancy queries, clocks
-    const float one = std::max(batch_ms(f, 1), 1e-4f);
-    return std::max(1, static_cast<int>(kSampleMs / one));
-  }
-
-  cudaStream_t stream_;
-  cudaEvent_t start_, stop_;
-};
 
 struct Case {
   std::string name;
@@ -90,22 +36,9 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string filter;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
-      quick = true;
-    } else if (arg == "--filter" && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: bench_gpu_reduce [--quick] [--filter SUBSTR]\n");
-      return 2;
-    }
-  }
-  if (!cuda::is_available() || cuda::is_emulated()) {
-    std::printf("no GPU: bench_gpu_reduce needs a real CUDA device (%s)\n",
-                cuda::is_emulated() ? "the cuda devices are emulated" : "cuda::is_available() is false");
+  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  if (const char* why = gpu_bench::why_no_gpu()) {
+    std::printf("no GPU: bench_gpu_reduce needs a real CUDA device (%s)\n", why);
     return 0;
   }
   const Device gpu("cuda:0");
@@ -116,7 +49,7 @@ int main(int argc, char** argv) {
       props.name.c_str(), props.multi_processor_count);
   std::printf("%-9s %5s  %-32s %10s %10s %10s %6s\n", "dtype", "n", "op", "time_us", "GB/s", "memcpy", "ratio");
 
-  Timer timer;
+  gpu_bench::EventTimer timer;
   double log_ratio_sum = 0, lowest = 1e30;
   int lines = 0;
   std::string lowest_name;
@@ -149,7 +82,7 @@ int main(int argc, char** argv) {
           check(cudaMemcpyAsync(dst, c.input.data_ptr(), in_bytes, cudaMemcpyDeviceToDevice, timer.stream()),
                 "cudaMemcpyAsync");
         };
-        const auto [t_op, t_copy] = timer.compare(c.run, memcpy_input);
+        const auto [t_op, t_copy] = timer.compare(c.run, memcpy_input, kSampleMs, kSamples);
         const double gbs = c.bytes / t_op * 1e-9, copy_gbs = 2.0 * static_cast<double>(in_bytes) / t_copy * 1e-9;
         std::printf("%-9s %3s%-2d  %-32s %10.1f %10.1f %10.1f %6.2f\n", std::string(dtype_name(dt)).c_str(), "2^", lg,
                     c.name.c_str(), t_op * 1e6, gbs, copy_gbs, gbs / copy_gbs);
