@@ -244,8 +244,7 @@ class DeviceAllocator {
   void record_stream(void* ptr, StreamRef stream) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(ptr);
-    TANDEM_CHECK(it != active_.end(), ValueError,
-                 "record_stream: the tensor's storage was not allocated by Tandem's caching allocator");
+    if (it == active_.end()) return;  // memory Tandem did not allocate (from_blob): not ours to hold back
     Block* block = it->second;
     // Emulated streams run in order on the host: nothing to wait for.
     if (raw_->emulated() || stream.id == block->stream.id) return;
