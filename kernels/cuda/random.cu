@@ -100,59 +100,54 @@ __global__ void randint_kernel(T* out, int64_t n, PhiloxState st, int64_t low, u
   }
 }
 
-void check_output(const Tensor& out) {
+// Launches a random fill of out on its device's current stream, through
+// launch(n, device, stream), then checks the launch; an empty out is left as
+// it is.
+template <typename F>
+void launch_fill(const Tensor& out, const F& launch) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
   TANDEM_INTERNAL_ASSERT(out.is_contiguous(), "random fills write contiguous outputs");
+  const int device = out.device().index();
+  DeviceGuard guard(device);
+  launch(n, device, stream_of(out));
+  TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace
 
 void uniform(const Tensor& out, PhiloxState st, double from, double to) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  check_output(out);
-  const int device = out.device().index();
-  DeviceGuard guard(device);
-  cudaStream_t stream = stream_of(out);
-  dispatch_floating(out.dtype(), "uniform (cuda)", [&]<typename T>() {
-    if constexpr (std::is_same_v<T, double>) {
-      uniform64_kernel<<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
-          out.data_ptr<double>(), n, st, from, to - from);
-    } else {
-      // The cpu's float operands: both bounds rounded to float first.
-      const float lo = static_cast<float>(from), range = static_cast<float>(to) - lo;
-      uniform32_kernel<T><<<grid_stride_blocks(ceil_div(n, 4), device), kGridStrideThreads, 0, stream>>>(
-          out.data_ptr<T>(), n, st, lo, range);
-    }
-    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
+    dispatch_floating(out.dtype(), "uniform (cuda)", [&]<typename T>() {
+      if constexpr (std::is_same_v<T, double>) {
+        uniform64_kernel<<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
+            out.data_ptr<double>(), n, st, from, to - from);
+      } else {
+        // The cpu's float operands: both bounds rounded to float first.
+        const float lo = static_cast<float>(from), range = static_cast<float>(to) - lo;
+        uniform32_kernel<T><<<grid_stride_blocks(ceil_div(n, 4), device), kGridStrideThreads, 0, stream>>>(
+            out.data_ptr<T>(), n, st, lo, range);
+      }
+    });
   });
 }
 
 void normal(const Tensor& out, PhiloxState st, double mean, double std) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  check_output(out);
-  const int device = out.device().index();
-  DeviceGuard guard(device);
-  cudaStream_t stream = stream_of(out);
-  dispatch_floating(out.dtype(), "normal (cuda)", [&]<typename T>() {
-    normal_kernel<T>
-        <<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(), n, st, mean, std);
-    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
+    dispatch_floating(out.dtype(), "normal (cuda)", [&]<typename T>() {
+      normal_kernel<T>
+          <<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(), n, st, mean, std);
+    });
   });
 }
 
 void randint(const Tensor& out, PhiloxState st, int64_t low, int64_t high) {
-  const int64_t n = out.numel();
-  if (n == 0) return;
-  check_output(out);
-  const int device = out.device().index();
-  DeviceGuard guard(device);
-  cudaStream_t stream = stream_of(out);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  dispatch_all(out.dtype(), "randint (cuda)", [&]<typename T>() {
-    randint_kernel<T><<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(),
-                                                                                                     n, st, low, range);
-    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
+    dispatch_all(out.dtype(), "randint (cuda)", [&]<typename T>() {
+      randint_kernel<T><<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
+          out.data_ptr<T>(), n, st, low, range);
+    });
   });
 }
 
