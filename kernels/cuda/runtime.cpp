@@ -131,7 +131,11 @@ void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t n
         gpu::DeviceGuard guard(dst_device);
         TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
       } else {
+        // cudaMemcpyPeer may return before the copy is done, and work on
+        // non-blocking streams is not ordered after it: wait for it here.
         TANDEM_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes));
+        gpu::DeviceGuard guard(dst_device);
+        TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
       }
       return;
   }
