@@ -438,6 +438,17 @@ DeviceAllocator& allocator(int device) {
   return *allocators[device];
 }
 
+// Storages free from destructors, which must not throw: a CUDA failure
+// there (say, at exit after the runtime has shut down) becomes a warning.
+template <typename Allocator>
+void free_quietly(Allocator& a, void* p) noexcept {
+  try {
+    a.free(p);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem: warning: freeing device memory failed: %s\n", e.what());
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<Storage> allocate_device(int device, size_t nbytes) {
@@ -447,7 +458,7 @@ std::shared_ptr<Storage> allocate_device(int device, size_t nbytes) {
   if (nbytes == 0) return std::make_shared<Storage>(empty, 0, d, nullptr);
   DeviceAllocator& a = allocator(device);
   void* ptr = a.malloc(nbytes, current_stream(device));
-  return std::make_shared<Storage>(ptr, nbytes, d, [&a](void* p) { a.free(p); });
+  return std::make_shared<Storage>(ptr, nbytes, d, [&a](void* p) { free_quietly(a, p); });
 }
 
 void record_stream(int device, void* ptr, StreamRef stream) {
