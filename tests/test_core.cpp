@@ -180,3 +180,15 @@ TEST_CASE("the emulation variables are parsed strictly", "[core][cuda]") {
                       "TANDEM_EMULATE_CUDA_MEMORY must be a positive byte count, got '" + std::string(bad) + "'");
   }
 }
+
+TEST_CASE("a storage whose deleter throws warns instead of terminating the program", "[core]") {
+  static int buffer[4];
+  bool called = false;
+  {
+    Storage s(buffer, sizeof buffer, Device(kCPU), [&called](void*) {
+      called = true;
+      throw CudaError("CUDA error: driver shutting down (test)");
+    });
+  }  // without the destructor's catch, std::terminate ends the test binary here
+  CHECK(called);
+}

@@ -438,17 +438,6 @@ DeviceAllocator& allocator(int device) {
   return *allocators[device];
 }
 
-// Storages free from destructors, which must not throw: a CUDA failure
-// there (say, at exit after the runtime has shut down) becomes a warning.
-template <typename Allocator>
-void free_quietly(Allocator& a, void* p) noexcept {
-  try {
-    a.free(p);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem: warning: freeing device memory failed: %s\n", e.what());
-  }
-}
-
 }  // namespace
 
 std::shared_ptr<Storage> allocate_device(int device, size_t nbytes) {
@@ -458,7 +447,7 @@ std::shared_ptr<Storage> allocate_device(int device, size_t nbytes) {
   if (nbytes == 0) return std::make_shared<Storage>(empty, 0, d, nullptr);
   DeviceAllocator& a = allocator(device);
   void* ptr = a.malloc(nbytes, current_stream(device));
-  return std::make_shared<Storage>(ptr, nbytes, d, [&a](void* p) { free_quietly(a, p); });
+  return std::make_shared<Storage>(ptr, nbytes, d, [&a](void* p) { a.free(p); });
 }
 
 void record_stream(int device, void* ptr, StreamRef stream) {
@@ -515,21 +504,12 @@ std::string memory_summary(int device) {
                   d.c_str());
     return std::string(buf);
   };
-  auto bytes_rows = [&](const char* title, const Stat* st) {
-    const char* pools[] = {"", "      from small pool", "      from large pool"};
-    for (int i = 0; i < 3; ++i) {
-      line(row(i == 0 ? title : pools[i], format_bytes(static_cast<size_t>(st[i].current)),
-               format_bytes(static_cast<size_t>(st[i].peak)), format_bytes(static_cast<size_t>(st[i].allocated)),
-               format_bytes(static_cast<size_t>(st[i].freed))));
-    }
-    rule('-');
-  };
-  auto count_rows = [&](const char* title, const Stat* st) {
-    const char* pools[] = {"", "      from small pool", "      from large pool"};
-    for (int i = 0; i < 3; ++i) {
-      line(row(i == 0 ? title : pools[i], std::to_string(st[i].current), std::to_string(st[i].peak),
-               std::to_string(st[i].allocated), std::to_string(st[i].freed)));
-    }
+  // A statistic's three rows (all, small pool, large pool), its values as bytes or counts.
+  auto stat_rows = [&](const char* title, const Stat* st, bool bytes) {
+    const char* pools[] = {title, "      from small pool", "      from large pool"};
+    auto fmt = [bytes](int64_t v) { return bytes ? format_bytes(static_cast<size_t>(v)) : std::to_string(v); };
+    for (int i = 0; i < 3; ++i)
+      line(row(pools[i], fmt(st[i].current), fmt(st[i].peak), fmt(st[i].allocated), fmt(st[i].freed)));
     rule('-');
   };
   rule('=');
@@ -540,14 +520,14 @@ std::string memory_summary(int device) {
   rule('=');
   line(row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
   rule('-');
-  bytes_rows("Allocated memory", s.allocated_bytes);
-  bytes_rows("Requested memory", s.requested_bytes);
-  bytes_rows("Reserved memory", s.reserved_bytes);
-  bytes_rows("Non-releasable memory", s.inactive_split_bytes);
-  count_rows("Allocations", s.allocation);
-  count_rows("Active allocs", s.active);
-  count_rows("Reserved segments", s.segment);
-  count_rows("Non-releasable allocs", s.inactive_split);
+  stat_rows("Allocated memory", s.allocated_bytes, true);
+  stat_rows("Requested memory", s.requested_bytes, true);
+  stat_rows("Reserved memory", s.reserved_bytes, true);
+  stat_rows("Non-releasable memory", s.inactive_split_bytes, true);
+  stat_rows("Allocations", s.allocation, false);
+  stat_rows("Active allocs", s.active, false);
+  stat_rows("Reserved segments", s.segment, false);
+  stat_rows("Non-releasable allocs", s.inactive_split, false);
   out.back() = '\n';
   return out;
 }

@@ -2,7 +2,6 @@
 #include "kernels/cuda/host_allocator.h"
 
 #include <bit>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -149,24 +148,13 @@ HostAllocator& host_allocator() {
   return *a;
 }
 
-// Storages free from destructors, which must not throw: a CUDA failure
-// there (say, at exit after the runtime has shut down) becomes a warning.
-template <typename Allocator>
-void free_quietly(Allocator& a, void* p) noexcept {
-  try {
-    a.free(p);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem: warning: freeing pinned host memory failed: %s\n", e.what());
-  }
-}
-
 }  // namespace
 
 std::shared_ptr<Storage> allocate_pinned(size_t nbytes) {
   HostAllocator& a = host_allocator();
   void* ptr = a.allocate(nbytes);
   return std::make_shared<Storage>(
-      ptr, nbytes, Device(DeviceType::CPU), [&a](void* p) { free_quietly(a, p); }, true);
+      ptr, nbytes, Device(DeviceType::CPU), [&a](void* p) { a.free(p); }, true);
 }
 
 void record_pinned_use(void* ptr, StreamRef stream) { host_allocator().record_use(ptr, stream); }

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 
@@ -18,8 +20,15 @@ class Storage {
 
   Storage(void* data, size_t nbytes, Device device, Deleter deleter, bool pinned = false)
       : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)), pinned_(pinned) {}
+  // A destructor must not throw: a deleter that fails (a CUDA call at exit,
+  // after the runtime has shut down) becomes a warning on stderr.
   ~Storage() {
-    if (deleter_) deleter_(data_);
+    if (!deleter_) return;
+    try {
+      deleter_(data_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tandem: warning: freeing a %s storage failed: %s\n", device_.str().c_str(), e.what());
+    }
   }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
