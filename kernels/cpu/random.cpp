@@ -14,13 +14,6 @@ namespace {
 constexpr int64_t kRandomGrain = 8192;
 
 template <typename T>
-constexpr int kUniformDigits = 24;
-template <>
-constexpr int kUniformDigits<Half> = 11;
-template <>
-constexpr int kUniformDigits<BFloat16> = 8;
-
-template <typename T>
 T* contiguous_data(const Tensor& out) {
   TANDEM_INTERNAL_ASSERT(out.is_contiguous(), "random fills write contiguous outputs");
   return out.data_ptr<T>();

@@ -16,14 +16,6 @@ namespace tandem::gpu {
 
 namespace {
 
-// Significant bits of a uniform draw per dtype (tensor/ops/random.h).
-template <typename T>
-constexpr int kUniformDigits = 24;
-template <>
-constexpr int kUniformDigits<Half> = 11;
-template <>
-constexpr int kUniformDigits<BFloat16> = 8;
-
 // An integer in the dtype, as kernels/cpu/random.cpp converts it.
 template <typename T>
 __device__ __forceinline__ T from_int(int64_t v) {

@@ -7,6 +7,7 @@
 #include <math.h>  // ::log, ::cos, ::sqrt: callable from host and device code alike
 #include <stdint.h>
 
+#include "tensor/core/half.h"
 #include "tensor/core/macros.h"
 
 namespace tandem {
@@ -69,6 +70,15 @@ TANDEM_HD_INLINE Philox4x32 philox(uint64_t counter, uint64_t subsequence, uint6
 
 // Two words as one 64-bit draw: lo is the lower half.
 TANDEM_HD_INLINE uint64_t philox_u64(uint32_t lo, uint32_t hi) { return (static_cast<uint64_t>(hi) << 32) | lo; }
+
+// Significant bits of a uniform draw per dtype, so that a float16 or
+// bfloat16 draw can never round up to 1.0 (tensor/ops/random.h).
+template <typename T>
+inline constexpr int kUniformDigits = 24;
+template <>
+inline constexpr int kUniformDigits<Half> = 11;
+template <>
+inline constexpr int kUniformDigits<BFloat16> = 8;
 
 // The top `digits` bits of x scaled into [0, 1): every value is exactly
 // representable in a float with `digits` significant bits, so no rounding can
