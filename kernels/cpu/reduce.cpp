@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/functors/reduce.h"
+#include "tensor/core/shape.h"
 
 namespace tandem::cpu {
 
@@ -638,15 +639,8 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   if (in.numel() == 0) return;
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    if (d < dim)
-      outer *= in.size(d);
-    else if (d == dim)
-      n = in.size(d);
-    else
-      inner *= in.size(d);
-  }
+  const DimSplit split = split_at_dim(in.sizes(), dim);
+  const int64_t outer = split.outer, n = split.size, inner = split.inner;
   dispatch_floating(in.dtype(), log ? "log_softmax (cpu)" : "softmax (cpu)", [&]<typename T>() {
     if (inner == 1)
       softmax_rows(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, log);

@@ -17,6 +17,7 @@
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
 #include "kernels/functors/reduce.h"
+#include "tensor/core/shape.h"
 
 namespace tandem::gpu {
 
@@ -232,15 +233,8 @@ __global__ void __launch_bounds__(kSoftmaxColumnThreads)
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
   if (in.numel() == 0) return;
   DeviceGuard guard(out.device().index());
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    if (d < dim)
-      outer *= in.size(d);
-    else if (d == dim)
-      n = in.size(d);
-    else
-      inner *= in.size(d);
-  }
+  const DimSplit split = split_at_dim(in.sizes(), dim);
+  const int64_t outer = split.outer, n = split.size, inner = split.inner;
   const cudaStream_t stream = stream_of(out);
   dispatch_floating(in.dtype(), log ? "log_softmax (cuda)" : "softmax (cuda)", [&]<typename T>() {
     constexpr int V = kVecWidth<T>;

@@ -78,4 +78,17 @@ std::vector<int64_t> reduction_dims(IntArrayRef dims, int64_t ndim, const char* 
   return out;
 }
 
+DimSplit split_at_dim(IntArrayRef sizes, int64_t dim) {
+  DimSplit s;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    if (d < dim)
+      s.outer *= sizes[d];
+    else if (d == dim)
+      s.size = sizes[d];
+    else
+      s.inner *= sizes[d];
+  }
+  return s;
+}
+
 }  // namespace tandem

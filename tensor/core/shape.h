@@ -27,4 +27,11 @@ Shape broadcast_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef targ
 // Sorted, wrapped, de-duplicated reduction dims; empty input means all dims.
 std::vector<int64_t> reduction_dims(IntArrayRef dims, int64_t ndim, const char* op);
 
+// A contiguous shape seen as (outer, size, inner) around dim: the element at
+// (o, i, k) lies at (o * size + i) * inner + k. dim must be valid.
+struct DimSplit {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+DimSplit split_at_dim(IntArrayRef sizes, int64_t dim);
+
 }  // namespace tandem
