@@ -20,6 +20,7 @@ const char* op_name(UnaryOp op) {
     case UnaryOp::Gelu: return "gelu";
     case UnaryOp::GeluTanh: return "gelu";
     case UnaryOp::Silu: return "silu";
+    case UnaryOp::Erf: return "erf";
     case UnaryOp::PowScalar: return "pow";
     case UnaryOp::Clamp: return "clamp";
   }

@@ -26,6 +26,7 @@ enum class UnaryOp : int8_t {
   Gelu,
   GeluTanh,
   Silu,
+  Erf,
   PowScalar,  // x ^ param0
   Clamp,      // min(max(x, param0), param1); +-inf mean "no bound"
 };

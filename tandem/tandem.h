@@ -2,10 +2,13 @@
 //   #include <tandem/tandem.h>
 #pragma once
 
+#include "autograd/autograd.h"
+#include "autograd/gradcheck.h"
 #include "tandem/version.h"
 #include "tensor/core/device.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
+#include "tensor/core/grad_mode.h"
 #include "tensor/core/tensor.h"
 #include "tensor/ops/cuda.h"
 #include "tensor/ops/cuda_matmul.h"

@@ -87,6 +87,10 @@ struct GeluTanh {
   }
 };
 template <typename T>
+struct Erf {
+  TANDEM_HD_INLINE T operator()(T x) const { return std::erf(x); }
+};
+template <typename T>
 struct Silu {
   TANDEM_HD_INLINE T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
 };

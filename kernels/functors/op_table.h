@@ -74,6 +74,7 @@ void visit_floating_unary(UnaryOp op, F&& f) {
     case UnaryOp::Gelu: return f(Gelu<M>{});
     case UnaryOp::GeluTanh: return f(GeluTanh<M>{});
     case UnaryOp::Silu: return f(Silu<M>{});
+    case UnaryOp::Erf: return f(Erf<M>{});
     default: break;
   }
   TANDEM_INTERNAL_ASSERT(false, "visit_floating_unary: ", op_name(op), " is numeric");

@@ -47,10 +47,17 @@ class TensorOptions {
     o.pinned_ = p;
     return o;
   }
+  // Factories make a leaf that requires grad (floating dtypes only).
+  TensorOptions requires_grad(bool r) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
 
   Dtype dtype() const { return dtype_.value_or(kFloat32); }
   Device device() const { return device_.value_or(Device(kCPU)); }
   bool pinned_memory() const { return pinned_; }
+  bool requires_grad() const { return requires_grad_; }
   bool has_dtype() const { return dtype_.has_value(); }
   bool has_device() const { return device_.has_value(); }
 
@@ -58,14 +65,20 @@ class TensorOptions {
   std::optional<Dtype> dtype_;
   std::optional<Device> device_;
   bool pinned_ = false;
+  bool requires_grad_ = false;
 };
 
 inline TensorOptions dtype(Dtype d) { return TensorOptions(d); }
 inline TensorOptions device(Device d) { return TensorOptions(d); }
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
 
 namespace cuda {
 class Stream;
 }
+namespace autograd {
+struct AutogradMeta;
+class Node;
+}  // namespace autograd
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -74,6 +87,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   Dtype dtype = kFloat32;
   Origin origin;
+  std::shared_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it (tensor/core/autograd_meta.h)
 };
 
 class Tensor {
@@ -108,6 +122,7 @@ class Tensor {
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   bool shares_storage(const Tensor& other) const;
   TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& shared_impl() const { return impl_; }
   long use_count() const { return impl_.use_count(); }
 
   // Raw pointer to the first element (offset applied). Host-readable only for
@@ -118,6 +133,34 @@ class Tensor {
     check_data_dtype(dtype_of<T>);
     return static_cast<T*>(data_ptr());
   }
+
+  // ---- autograd (tensor/core/grad_record.cpp; backward in autograd/tensor_autograd.cpp)
+  // A non-leaf requires grad through its grad_fn; a leaf when asked to.
+  bool requires_grad() const;
+  // Marks a leaf as requiring grad (floating dtypes only); false only on leaves.
+  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& set_requires_grad(bool requires_grad) { return requires_grad_(requires_grad); }
+  // The gradient accumulated by backward passes: on the tensor's device, of its
+  // dtype and shape; undefined until a pass reaches it. Leaves only, unless
+  // retain_grad() was called.
+  const Tensor& grad() const;
+  Tensor& mutable_grad() const;
+  // The node that computed this tensor; null for leaves.
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  // Keeps this non-leaf's gradient in grad() after backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // The same data with no history: a view that never requires grad.
+  Tensor detach() const;
+  Tensor& detach_();
+  // The storage's version counter: bumped by every in-place write.
+  uint64_t _version() const;
+  // Backward pass from this tensor: gradient is d(loss)/d(this), required
+  // unless this has one element; retain_graph defaults to create_graph.
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
 
   // ---- conversions (tensor/ops/convert.cpp)
   Tensor to(Device device, bool non_blocking = false, bool copy = false,
@@ -192,6 +235,7 @@ class Tensor {
   Tensor relu() const;
   Tensor gelu(const std::string& approximate = "none") const;
   Tensor silu() const;
+  Tensor erf() const;
   Tensor pow(const Scalar& exponent) const;
   Tensor pow(const Tensor& exponent) const;
   Tensor& neg_();

@@ -2,6 +2,7 @@
 // clone(), item(). copy_ and to() are the only ways data crosses devices.
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -36,6 +37,8 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   Shape shape = broadcast_shapes(sizes(), src.sizes(), "copy_");
   TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "copy_: the source of shape ", shape_str(src.sizes()),
                " cannot be broadcast to the destination's shape ", shape_str(sizes()));
+  autograd::check_inplace(*this, "copy_");
+  autograd::Recorder rec(autograd::GradOp::Copy, {*this, src});
   if (src.device() == device()) {
     // A source overlapping the destination in another layout (x.copy_(x.t()))
     // would be read after being overwritten: copy it out first.
@@ -57,6 +60,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
     }
   }
   storage()->bump_version();
+  rec.finish_inplace(*this);
   return *this;
 }
 
@@ -65,6 +69,7 @@ Tensor Tensor::to(Device target, Dtype dt, bool non_blocking, bool copy, std::so
   target = resolve_device(target, "to");
   if (target == device() && dt == dtype() && !copy) return *this;
   Origin origin = target == device() ? Origin::computed("to", this->origin()) : Origin::moved(".to()", loc);
+  autograd::Recorder rec(autograd::GradOp::ToCopy, {*this});
   Tensor out;
   if (non_blocking && target.is_cpu() && is_cuda()) {
     // As PyTorch: a non-blocking copy to the cpu lands in pinned memory, so
@@ -75,7 +80,7 @@ Tensor Tensor::to(Device target, Dtype dt, bool non_blocking, bool copy, std::so
     out = detail::make_result(sizes(), dt, target, origin);
   }
   out.copy_(*this, non_blocking);
-  return out;
+  return rec.finish(out);
 }
 
 Tensor Tensor::to(Device device, bool non_blocking, bool copy, std::source_location loc) const {
@@ -86,9 +91,10 @@ Tensor Tensor::to(Device device, bool non_blocking, bool copy, std::source_locat
 Tensor Tensor::to(Dtype dt, bool non_blocking, bool copy) const {
   check_defined("to", {{"self", *this}});
   if (dt == dtype() && !copy) return *this;
+  autograd::Recorder rec(autograd::GradOp::ToCopy, {*this});
   Tensor out = detail::make_result(sizes(), dt, device(), Origin::computed("to", origin()));
   out.copy_(*this, non_blocking);
-  return out;
+  return rec.finish(out);
 }
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy, std::source_location loc) const {
@@ -107,9 +113,10 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
   check_defined("clone", {{"self", *this}});
+  autograd::Recorder rec(autograd::GradOp::Clone, {*this});
   Tensor out = detail::make_result(sizes(), dtype(), device(), Origin::computed("clone", origin()));
   copy_same_device(out, *this);
-  return out;
+  return rec.finish(out);
 }
 
 Scalar Tensor::item() const {

@@ -8,6 +8,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/op_kinds.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -169,6 +170,114 @@ void check_writable(const Tensor& t, const char* op) {
 
 }  // namespace detail
 
+// ---------------------------------------------------------------- autograd
+namespace {
+
+using autograd::GradOp;
+using autograd::Recorder;
+
+GradOp grad_op(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return GradOp::Neg;
+    case UnaryOp::Abs: return GradOp::Abs;
+    case UnaryOp::Exp: return GradOp::Exp;
+    case UnaryOp::Log: return GradOp::Log;
+    case UnaryOp::Log1p: return GradOp::Log1p;
+    case UnaryOp::Sqrt: return GradOp::Sqrt;
+    case UnaryOp::Rsqrt: return GradOp::Rsqrt;
+    case UnaryOp::Sin: return GradOp::Sin;
+    case UnaryOp::Cos: return GradOp::Cos;
+    case UnaryOp::Tanh: return GradOp::Tanh;
+    case UnaryOp::Sigmoid: return GradOp::Sigmoid;
+    case UnaryOp::Relu: return GradOp::Relu;
+    case UnaryOp::Gelu:
+    case UnaryOp::GeluTanh: return GradOp::Gelu;
+    case UnaryOp::Silu: return GradOp::Silu;
+    case UnaryOp::Erf: return GradOp::Erf;
+    case UnaryOp::PowScalar: return GradOp::PowScalar;
+    case UnaryOp::Clamp: return GradOp::Clamp;
+  }
+  return GradOp::Neg;
+}
+
+GradOp grad_op(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return GradOp::Add;
+    case BinaryOp::Sub: return GradOp::Sub;
+    case BinaryOp::Mul: return GradOp::Mul;
+    case BinaryOp::Div: return GradOp::Div;
+    case BinaryOp::Pow: return GradOp::Pow;
+    case BinaryOp::Maximum: return GradOp::Maximum;
+    case BinaryOp::Minimum: return GradOp::Minimum;
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge: break;  // bool results have no gradient
+  }
+  TANDEM_INTERNAL_ASSERT(false, "no derivative for ", op_name(op));
+  return GradOp::Add;
+}
+
+// What a unary op's rule needs besides the gradient: its input or its
+// output. An in-place op saves a clone of its input, taken before the write.
+enum class Keep : int8_t { Nothing, Input, Output };
+Keep unary_keeps(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return Keep::Nothing;
+    case UnaryOp::Exp:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Relu: return Keep::Output;
+    default: return Keep::Input;
+  }
+}
+
+// The node's parameters, as autograd/rules_elementwise.cpp reads them:
+// PowScalar: scalars = {exponent}; Clamp: ints = {has min, has max},
+// scalars = {min, max}; Gelu: str = approximate.
+void record_unary_params(autograd::Node& node, UnaryOp op, const UnaryParams& p) {
+  if (op == UnaryOp::PowScalar) node.scalars = {*p.a};
+  if (op == UnaryOp::Clamp) {
+    node.ints = {p.a.has_value(), p.b.has_value()};
+    node.scalars = {p.a.value_or(0), p.b.value_or(0)};
+  }
+  if (op == UnaryOp::Gelu) node.str = "none";
+  if (op == UnaryOp::GeluTanh) node.str = "tanh";
+}
+
+// Binary rules keep [a, b] (undefined where not needed) and Pow its output
+// too; Add and Sub keep scalars = {alpha}. self_old: a's value before an
+// in-place write (a itself out of place).
+void record_binary(Recorder& rec, BinaryOp op, const Tensor& self_old, const Tensor& b, const Scalar& alpha) {
+  autograd::Node& n = rec.node();
+  bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub: n.scalars = {alpha}; break;
+    case BinaryOp::Mul:
+      rec.save(need_b ? self_old : Tensor());
+      rec.save(need_a ? b : Tensor());
+      break;
+    case BinaryOp::Div:
+      rec.save(need_b ? self_old : Tensor());
+      rec.save(b);
+      break;
+    case BinaryOp::Pow:
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum:
+      rec.save(self_old);
+      rec.save(b);
+      break;
+    default: break;
+  }
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- dispatch
 namespace {
 
@@ -198,10 +307,16 @@ Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p = {}, std::opt
   const char* name = op_name(op);
   check_defined(name, {{"input", x}});
   check_unary_dtype(op, x.dtype());
+  Recorder rec(grad_op(op), {x});
   Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
   run_unary(op, out, x.dtype() == dt ? x : x.to(dt), p);
-  return out;
+  if (rec) {
+    record_unary_params(rec.node(), op, p);
+    if (unary_keeps(op) == Keep::Input) rec.save(x);
+    if (unary_keeps(op) == Keep::Output) rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
@@ -212,6 +327,12 @@ Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::opt
   Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
   TANDEM_CHECK(can_cast(dt, x.dtype()), DtypeError, name, "_: result type ", dt,
                " can't be cast to the desired output type ", x.dtype());
+  autograd::check_inplace(x, name);
+  Recorder rec(grad_op(op), {x});
+  if (rec) {
+    record_unary_params(rec.node(), op, p);
+    if (unary_keeps(op) == Keep::Input) rec.save(x.clone());
+  }
   if (dt == x.dtype()) {
     run_unary(op, x, x, p);
   } else {
@@ -220,6 +341,8 @@ Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::opt
     x.copy_(tmp);
   }
   x.storage()->bump_version();
+  if (rec && unary_keeps(op) == Keep::Output) rec.save_output(x);
+  rec.finish_inplace(x);
   return x;
 }
 
@@ -239,7 +362,7 @@ Dtype compute_dtype(BinaryOp op, Dtype common) {
 
 bool has_alpha(BinaryOp op) { return op == BinaryOp::Add || op == BinaryOp::Sub; }
 
-Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+Tensor binary_compute(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const char* name = op_name(op);
   check_inputs(name, {{"self", a}, {"other", b}});
   check_binary_dtypes(op, a.dtype(), b.dtype());
@@ -252,16 +375,28 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
   return out;
 }
 
+Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  if (is_comparison(op)) return binary_compute(op, a, b, alpha);
+  Recorder rec(grad_op(op), {a, b});
+  Tensor out = binary_compute(op, a, b, alpha);
+  if (rec) record_binary(rec, op, a, b, alpha);
+  return rec.finish(out);
+}
+
 Tensor binary_op(BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
   check_defined(op_name(op), {{"self", a}});
   Dtype dt = compute_dtype(op, result_type(a, b));
   check_binary_dtypes(op, a.dtype(), b.is_bool() ? kBool : dt);
   if (has_alpha(op)) check_alpha(op_name(op), dt, alpha);
   Tensor bt = detail::scalar_tensor(b, dt, a.device());
+  std::optional<Recorder> rec;
+  if (!is_comparison(op)) rec.emplace(grad_op(op), Recorder::Inputs{a, bt});
   Tensor out = detail::make_result(a.sizes(), is_comparison(op) ? kBool : dt, a.device(),
                                    Origin::computed(op_name(op), a.origin()));
   run_binary(op, out, a.to(dt), bt, alpha);
-  return out;
+  if (!rec) return out;
+  if (*rec) record_binary(*rec, op, a, bt, alpha);
+  return rec->finish(out);
 }
 
 Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
@@ -276,6 +411,12 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& al
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   TANDEM_CHECK(IntArrayRef(shape) == a.sizes(), ShapeError, name, "_: output with shape ", shape_str(a.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape));
+  autograd::check_inplace(a, name);
+  Recorder rec(grad_op(op), {a, b});
+  if (rec) {
+    bool need_old_a = op == BinaryOp::Mul || op == BinaryOp::Div;
+    record_binary(rec, op, need_old_a && rec.node().needs_input_grad(1) ? a.clone() : a, b, alpha);
+  }
   if (dt == a.dtype()) {
     run_binary(op, a, a, unaliased(b.to(dt), a), alpha);
   } else {
@@ -284,6 +425,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& al
     a.copy_(tmp);
   }
   a.storage()->bump_version();
+  rec.finish_inplace(a);
   return a;
 }
 
@@ -319,6 +461,7 @@ Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::Tanh, x); }
 Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::Sigmoid, x); }
 Tensor relu(const Tensor& x) { return unary_op(UnaryOp::Relu, x); }
 Tensor silu(const Tensor& x) { return unary_op(UnaryOp::Silu, x); }
+Tensor erf(const Tensor& x) { return unary_op(UnaryOp::Erf, x); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   TANDEM_CHECK(approximate == "none" || approximate == "tanh", ValueError,
@@ -371,12 +514,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                "where: expected condition to be a bool tensor, but got a tensor with dtype ", cond.dtype());
   Dtype dt = result_type(a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  Recorder rec(GradOp::Where, {a, b});
   Tensor out = detail::make_result(shape, dt, a.device(), Origin::computed("where", a.origin()));
   switch (backend_of(out.device())) {
     case Backend::CPU: cpu::where(out, cond, a.to(dt), b.to(dt)); break;
     case Backend::CUDA: gpu::where(out, cond, a.to(dt), b.to(dt)); break;
   }
-  return out;
+  if (rec) rec.save(cond);  // saved: {cond}
+  return rec.finish(out);
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
   check_inputs("where", {{"condition", cond}, {"input", a}});
@@ -442,9 +587,11 @@ void run_masked_fill(const Tensor& out, const Tensor& x, const Tensor& mask, con
 // Out of place, x and mask broadcast together (as torch.masked_fill).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   Shape shape = check_masked_fill("masked_fill", x, mask, value);
+  Recorder rec(GradOp::MaskedFill, {x});
   Tensor out = detail::make_result(shape, x.dtype(), x.device(), Origin::computed("masked_fill", x.origin()));
   run_masked_fill(out, x, mask, value);
-  return out;
+  if (rec) rec.save(mask);  // saved: {mask}
+  return rec.finish(out);
 }
 
 // ---------------------------------------------------------------- operators
@@ -505,6 +652,7 @@ Tensor Tensor::sigmoid() const { return tandem::sigmoid(*this); }
 Tensor Tensor::relu() const { return tandem::relu(*this); }
 Tensor Tensor::gelu(const std::string& approximate) const { return tandem::gelu(*this, approximate); }
 Tensor Tensor::silu() const { return tandem::silu(*this); }
+Tensor Tensor::erf() const { return tandem::erf(*this); }
 Tensor Tensor::pow(const Scalar& e) const { return tandem::pow(*this, e); }
 Tensor Tensor::pow(const Tensor& e) const { return tandem::pow(*this, e); }
 Tensor& Tensor::neg_() { return unary_inplace(UnaryOp::Neg, *this); }
@@ -546,8 +694,11 @@ Tensor& Tensor::div_(const Scalar& o) { return binary_inplace(BinaryOp::Div, *th
 Tensor& Tensor::fill_(const Scalar& value) {
   check_defined("fill_", {{"self", *this}});
   check_fits("fill_", value, dtype());
+  autograd::check_inplace(*this, "fill_");
+  Recorder rec(GradOp::Fill, {*this});
   fill_unchecked(*this, value);
   storage()->bump_version();
+  rec.finish_inplace(*this);
   return *this;
 }
 Tensor& Tensor::zero_() { return fill_(0); }
@@ -582,8 +733,12 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
   TANDEM_CHECK(IntArrayRef(shape) == sizes(), ShapeError, "masked_fill_: mask of shape ", shape_str(mask.sizes()),
                " cannot be broadcast to the input's shape ", shape_str(sizes()));
   detail::check_writable(*this, "masked_fill_");
+  autograd::check_inplace(*this, "masked_fill_");
+  Recorder rec(GradOp::MaskedFill, {*this});
+  if (rec) rec.save(mask.clone());  // a clone: mask may share memory with self
   run_masked_fill(*this, *this, unaliased(mask, *this), value);
   storage()->bump_version();
+  rec.finish_inplace(*this);
   return *this;
 }
 

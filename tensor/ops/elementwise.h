@@ -30,6 +30,7 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
+Tensor erf(const Tensor& x);
 Tensor pow(const Tensor& x, const Scalar& exponent);
 Tensor pow(const Tensor& x, const Tensor& exponent);
 Tensor pow(const Scalar& x, const Tensor& exponent);

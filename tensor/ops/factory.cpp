@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/elementwise.h"
@@ -33,7 +34,9 @@ Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
   impl->offset = offset;
   impl->dtype = t.dtype();
   impl->origin = t.origin();
-  return Tensor(std::move(impl));
+  Tensor view(std::move(impl));
+  if (GradMode::is_enabled()) autograd::note_view(view, t);
+  return view;
 }
 
 }  // namespace detail
@@ -42,7 +45,15 @@ Tensor detail::create(const char* op, IntArrayRef sizes, const TensorOptions& op
   Device device = resolve_device(options.device(), op);
   TANDEM_CHECK(!options.pinned_memory() || device.is_cpu(), DeviceError, op,
                ": only cpu tensors can be pinned, but device is ", device.str());
+  TANDEM_CHECK(!options.requires_grad() || is_floating_point(options.dtype()), DtypeError, op,
+               ": only tensors of floating point dtype can require gradients (got ", dtype_name(options.dtype()),
+               "); leave requires_grad unset, or ask for a floating dtype");
   return detail::make_result(sizes, options.dtype(), device, Origin::created(op, loc), options.pinned_memory());
+}
+
+Tensor detail::finish_factory(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
 }
 
 namespace {
@@ -55,49 +66,49 @@ TensorOptions like(const Tensor& t, const TensorOptions& options) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
-  return detail::create("tandem::empty", sizes, options, loc);
+  return detail::finish_factory(detail::create("tandem::empty", sizes, options, loc), options);
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
   Tensor t = detail::create("tandem::zeros", sizes, options, loc);
   t.zero_();
-  return t;
+  return detail::finish_factory(t, options);
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {
   Tensor t = detail::create("tandem::ones", sizes, options, loc);
   t.fill_(1);
-  return t;
+  return detail::finish_factory(t, options);
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options, SourceLoc loc) {
   TensorOptions o = options.has_dtype() ? options : options.dtype(value.default_dtype());
   Tensor t = detail::create("tandem::full", sizes, o, loc);
   t.fill_(value);
-  return t;
+  return detail::finish_factory(t, o);
 }
 
 Tensor empty_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("empty_like", {{"input", t}});
-  return detail::create("tandem::empty_like", t.sizes(), like(t, options), loc);
+  return detail::finish_factory(detail::create("tandem::empty_like", t.sizes(), like(t, options), loc), options);
 }
 Tensor zeros_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("zeros_like", {{"input", t}});
   Tensor r = detail::create("tandem::zeros_like", t.sizes(), like(t, options), loc);
   r.zero_();
-  return r;
+  return detail::finish_factory(r, options);
 }
 Tensor ones_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_defined("ones_like", {{"input", t}});
   Tensor r = detail::create("tandem::ones_like", t.sizes(), like(t, options), loc);
   r.fill_(1);
-  return r;
+  return detail::finish_factory(r, options);
 }
 Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& options, SourceLoc loc) {
   check_defined("full_like", {{"input", t}});
   Tensor r = detail::create("tandem::full_like", t.sizes(), like(t, options), loc);
   r.fill_(value);
-  return r;
+  return detail::finish_factory(r, options);
 }
 
 }  // namespace tandem
@@ -125,7 +136,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
   impl->strides = strides.vec();
   impl->dtype = options.dtype();
   impl->origin = Origin::created("tandem::from_blob", loc);
-  return Tensor(std::move(impl));
+  return detail::finish_factory(Tensor(std::move(impl)), options);
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options, SourceLoc loc) {

@@ -86,8 +86,11 @@ Tensor make_result(IntArrayRef sizes, Dtype dtype, Device device, const Origin& 
 // A new contiguous tensor made by factory `op` (e.g. "tandem::zeros") called
 // at loc: resolves the device, checks pinning, records Origin::created.
 Tensor create(const char* op, IntArrayRef sizes, const TensorOptions& options, const SourceLoc& loc);
-// A strided view sharing t's storage, with the origin of t.
+// A strided view sharing t's storage, with the origin of t. Made while grad
+// mode is on, the view remembers t's base for autograd (in-place ops on it).
 Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset);
+// The factory's result, made a leaf that requires grad when options ask.
+Tensor finish_factory(Tensor t, const TensorOptions& options);
 }  // namespace detail
 
 }  // namespace tandem

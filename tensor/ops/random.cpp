@@ -202,14 +202,14 @@ Tensor rand_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options
   check_floating("rand", "check_uniform_bounds", options.dtype());
   Tensor out = detail::create("tandem::rand", sizes, options, loc);
   fill_uniform(out, generator_for(gen, out.device()), 0.0, 1.0);
-  return out;
+  return detail::finish_factory(out, options);
 }
 
 Tensor randn_impl(IntArrayRef sizes, Generator* gen, const TensorOptions& options, const SourceLoc& loc) {
   check_floating("randn", "normal_kernel_cpu", options.dtype());
   Tensor out = detail::create("tandem::randn", sizes, options, loc);
   fill_normal(out, generator_for(gen, out.device()), 0.0, 1.0);
-  return out;
+  return detail::finish_factory(out, options);
 }
 
 Tensor randint_impl(int64_t low, int64_t high, IntArrayRef sizes, Generator* gen, const TensorOptions& options,
@@ -218,7 +218,7 @@ Tensor randint_impl(int64_t low, int64_t high, IntArrayRef sizes, Generator* gen
   check_randint("randint", low, high, o.dtype());
   Tensor out = detail::create("tandem::randint", sizes, o, loc);
   fill_randint(out, generator_for(gen, out.device()), low, high);
-  return out;
+  return detail::finish_factory(out, o);
 }
 
 }  // namespace
@@ -252,7 +252,7 @@ Tensor rand_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
   check_floating("rand_like", "check_uniform_bounds", o.dtype());
   Tensor out = detail::create("tandem::rand_like", t.sizes(), o, loc);
   fill_uniform(out, default_generator(out.device()), 0.0, 1.0);
-  return out;
+  return detail::finish_factory(out, o);
 }
 
 Tensor randn_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) {
@@ -261,7 +261,7 @@ Tensor randn_like(const Tensor& t, const TensorOptions& options, SourceLoc loc) 
   check_floating("randn_like", "normal_kernel_cpu", o.dtype());
   Tensor out = detail::create("tandem::randn_like", t.sizes(), o, loc);
   fill_normal(out, default_generator(out.device()), 0.0, 1.0);
-  return out;
+  return detail::finish_factory(out, o);
 }
 
 // ---------------------------------------------------------------- in place

@@ -91,7 +91,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     case Backend::CPU: cpu::arange(out, start, step); break;
     case Backend::CUDA: gpu::arange(out, start, step); break;
   }
-  return out;
+  return detail::finish_factory(out, options.dtype(dt));
 }
 
 Tensor arange(const Scalar& end, const TensorOptions& options, SourceLoc loc) {
@@ -111,7 +111,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
     case Backend::CPU: cpu::linspace(out, start, end); break;
     case Backend::CUDA: gpu::linspace(out, start, end); break;
   }
-  return out;
+  return detail::finish_factory(out, options.dtype(dt));
 }
 
 // ---------------------------------------------------------------- eye
@@ -124,7 +124,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& options, SourceLoc loc) {
     case Backend::CPU: cpu::eye(out); break;
     case Backend::CUDA: gpu::eye(out); break;
   }
-  return out;
+  return detail::finish_factory(out, options);
 }
 
 Tensor eye(int64_t n, const TensorOptions& options, SourceLoc loc) { return eye(n, n, options, loc); }
@@ -186,7 +186,7 @@ Tensor tensor(const TensorData& data, const TensorOptions& options, SourceLoc lo
   });
   Tensor out = detail::create("tandem::tensor", shape, options.dtype(dt), loc);
   copy_bytes(out.data_ptr(), out.device(), host.data(), Device(kCPU), host.size());
-  return out;
+  return detail::finish_factory(out, options.dtype(dt));
 }
 
 }  // namespace tandem

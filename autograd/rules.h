@@ -1,0 +1,23 @@
+// Derivative rules: for a node and the gradient of its output, the gradient
+// of each input (undefined where the input needs none). Written with tensor
+// ops only, so they run on every device, and are themselves recorded when
+// the engine runs with create_graph (higher-order gradients).
+#pragma once
+
+#include <vector>
+
+#include "tensor/core/autograd_meta.h"
+
+namespace tandem::autograd {
+
+using GradList = std::vector<Tensor>;
+
+// Dispatches on node.op to the family below.
+GradList apply_rule(Node& node, const Tensor& grad);
+
+GradList elementwise_backward(Node& node, const Tensor& grad);  // rules_elementwise.cpp
+GradList reduce_backward(Node& node, const Tensor& grad);       // rules_reduce.cpp
+GradList view_backward(Node& node, const Tensor& grad);         // rules_views.cpp
+GradList index_backward(Node& node, const Tensor& grad);        // rules_index.cpp: joins, indexing, matrix products
+
+}  // namespace tandem::autograd

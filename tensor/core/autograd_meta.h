@@ -1,0 +1,178 @@
+// The autograd graph's data, in core so that ops can record it without
+// knowing the engine: a Node per recorded op (which op, its saved tensors and
+// parameters, an Edge to the node of each input), and the AutogradMeta a
+// tensor carries (requires_grad, grad, grad_fn). The derivative rules and the
+// engine that interpret Nodes live above the ops, in autograd/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/core/tensor.h"
+
+namespace tandem::autograd {
+
+// Every differentiable op, one value per derivative rule (autograd/rules*.cpp
+// switch over it without a default). Names follow PyTorch's node names.
+enum class GradOp : uint8_t {
+  AccumulateGrad,  // a leaf's grad accumulator (the node's `variable`)
+  // elementwise (tensor/ops/elementwise.cpp, convert.cpp)
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Log1p,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,  // strs: approximate
+  Silu,
+  Erf,
+  PowScalar,  // scalars: exponent
+  Clamp,      // scalars: min, max (either may be absent: flag bits in ints)
+  Add,        // scalars: alpha
+  Sub,        // scalars: alpha
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  Where,
+  MaskedFill,
+  Fill,    // fill_, zero_: the old values get no gradient
+  Copy,    // copy_: dst's old values get none, src gets grad (to its dtype and device)
+  ToCopy,  // .to(device / dtype): grad goes back to the input's device and dtype
+  Clone,   // clone, contiguous
+  // reductions (tensor/ops/reduce.cpp)
+  Sum,
+  Mean,
+  Prod,
+  MaxAll,
+  MinAll,
+  MaxDim,
+  MinDim,
+  Amax,
+  Amin,
+  Var,
+  Std,
+  Norm,
+  LogSumExp,
+  Softmax,
+  LogSoftmax,
+  // views (tensor/ops/views.cpp)
+  View,  // view, reshape, flatten
+  Squeeze,
+  Unsqueeze,
+  Permute,
+  Transpose,
+  Expand,
+  Slice,  // slice, narrow, split, chunk
+  Select,
+  AsStrided,   // a view whose base's history changed: ints = sizes, strides, offset (relative to the base)
+  CopySlices,  // an in-place op on a view, seen from its base: next = (old base, the op's node)
+  // joins, indexing, matrix products (shape_ops.cpp, index.cpp, linalg.cpp)
+  Cat,
+  Stack,
+  Gather,
+  ScatterAdd,
+  IndexSelect,
+  Mm,
+  Bmm,
+  Matmul,
+};
+
+const char* grad_op_name(GradOp op);  // "MulBackward0"
+
+class Node;
+
+// The node that receives the gradient of one input, and which of its
+// outputs that input was. An edge without a node: no gradient wanted.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// What the engine needs to fit a gradient to its input: it sums a broadcast
+// gradient back to sizes and converts it to dtype; device must match.
+struct InputMeta {
+  Shape sizes;
+  Dtype dtype = kFloat32;
+  Device device{kCPU};
+};
+
+// A tensor kept for backward, with the version of its storage at saving
+// time: a changed version at unpack time means an in-place op overwrote it.
+// An op's own output is kept as an alias without autograd metadata (the
+// output holds the node, so a full handle would be a reference cycle).
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, bool is_output);
+  // The tensor as saved. Throws if the graph was freed by a backward pass or
+  // if the tensor was modified in place since. owner: the node unpacking.
+  Tensor unpack(const std::shared_ptr<Node>& owner) const;
+  void release();
+  bool defined() const { return defined_; }
+
+ private:
+  Tensor data_;
+  uint64_t version_ = 0;
+  bool defined_ = false;
+  bool is_output_ = false;
+  bool requires_grad_ = false;  // outputs: rebuild grad_fn on unpack (for create_graph)
+  bool released_ = false;
+  uint32_t output_nr_ = 0;
+  std::string producer_;  // "output 0 of ExpBackward0", "a leaf", for the error message
+};
+
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  explicit Node(GradOp op);
+
+  GradOp op;
+  uint64_t sequence_nr;           // creation order: later nodes run first in backward
+  std::vector<Edge> next_edges;   // one per differentiable input
+  std::vector<InputMeta> inputs;  // one per next edge
+  std::vector<SavedTensor> saved;
+  std::vector<int64_t> ints;  // dims, sizes, flags: each rule documents its layout
+  std::vector<Scalar> scalars;
+  std::string str;
+  Tensor variable;  // AccumulateGrad: the leaf
+  // Outputs whose gradient is kept in their .grad() (retain_grad()).
+  std::vector<std::weak_ptr<TensorImpl>> retained;
+
+  const char* name() const { return grad_op_name(op); }
+  bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+  // The i-th saved tensor, checked (see SavedTensor::unpack).
+  Tensor saved_tensor(size_t i) { return saved.at(i).unpack(shared_from_this()); }
+  void release_saved();
+  bool saved_released() const { return released_; }
+
+ private:
+  bool released_ = false;
+};
+
+// Autograd state of one tensor, created on first need.
+struct AutogradMeta {
+  bool requires_grad = false;  // leaves; a non-leaf requires grad through its grad_fn
+  bool retains_grad = false;
+  uint32_t output_nr = 0;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;         // null for leaves
+  std::weak_ptr<Node> grad_accumulator;  // leaves: the AccumulateGrad node, while a graph holds it
+  // Views recorded while grad mode was on: the tensor whose storage they
+  // view, and that tensor's history counter when the view was made.
+  std::shared_ptr<TensorImpl> base;
+  uint64_t base_history = 0;
+  // Bumped whenever an in-place op gives this tensor a new grad_fn.
+  uint64_t history = 0;
+};
+
+}  // namespace tandem::autograd
