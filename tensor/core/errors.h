@@ -62,9 +62,9 @@ std::string str_cat(const Args&... args) {
     }                                                                    \
   } while (0)
 
-#define TANDEM_INTERNAL_ASSERT(cond, ...)                                                                     \
-  do {                                                                                                        \
-    if (!(cond)) [[unlikely]] {                                                                               \
-      ::tandem::detail::throw_internal(#cond, __FILE__, __LINE__, ::tandem::detail::str_cat("" __VA_ARGS__)); \
-    }                                                                                                         \
+#define TANDEM_INTERNAL_ASSERT(cond, ...)                                                                  \
+  do {                                                                                                     \
+    if (!(cond)) [[unlikely]] {                                                                            \
+      ::tandem::detail::throw_internal(#cond, __FILE__, __LINE__, ::tandem::detail::str_cat(__VA_ARGS__)); \
+    }                                                                                                      \
   } while (0)
