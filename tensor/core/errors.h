@@ -44,9 +44,13 @@ class InternalError : public Error {
 namespace detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {
-  std::ostringstream ss;
-  (ss << ... << args);
-  return ss.str();
+  if constexpr (sizeof...(args) == 0) {
+    return {};
+  } else {
+    std::ostringstream ss;
+    (ss << ... << args);
+    return ss.str();
+  }
 }
 [[noreturn]] void throw_internal(const char* cond, const char* file, int line, const std::string& msg);
 }  // namespace detail
