@@ -1,5 +1,6 @@
 // Front end of gather, scatter_add, index_select and one_hot: PyTorch's
-// checks on dims, shapes and dtypes, output allocation, backend dispatch.
+// checks on dims, shapes and dtypes, output allocation, backend dispatch, and
+// the autograd record of the floating ops (one_hot is integer: no node).
 // Index values are checked by the kernels as they read them.
 #include "tensor/ops/index.h"
 
@@ -8,6 +9,7 @@
 
 #include "kernels/cpu/index.h"
 #include "kernels/cuda/index.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -71,28 +73,42 @@ void run_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const
   }
 }
 
+// Gather, IndexSelect: inputs {t}, saved {index}, ints {dim} (wrapped).
+// ScatterAdd (also in place): inputs {t, src}, saved {index if src needs
+// grad}, ints {dim} (wrapped).
+void record_index_op(autograd::Recorder& rec, int64_t dim, const Tensor& index, bool save_index = true) {
+  if (!rec) return;
+  rec.node().ints = {dim};
+  if (save_index) rec.save(index);
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   check_inputs("gather", {{"self", t}, {"index", index}});
   dim = wrap_dim(dim, t.dim(), "gather");
+  autograd::Recorder rec(autograd::GradOp::Gather, {t});
   Tensor out = detail::make_result(index.sizes(), t.dtype(), t.device(), Origin::computed("gather", t.origin()));
-  if (index.numel() == 0) return out;
-  check_index_int64("gather", index);
-  check_gather_shape(t, dim, index);
-  switch (backend_of(t.device())) {
-    case Backend::CPU: cpu::gather(out, t, dim, index); break;
-    case Backend::CUDA: gpu::gather(out, t, dim, index); break;
+  if (index.numel() != 0) {
+    check_index_int64("gather", index);
+    check_gather_shape(t, dim, index);
+    switch (backend_of(t.device())) {
+      case Backend::CPU: cpu::gather(out, t, dim, index); break;
+      case Backend::CUDA: gpu::gather(out, t, dim, index); break;
+    }
   }
-  return out;
+  record_index_op(rec, dim, index);
+  return rec.finish(out);
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
   dim = check_scatter_add("scatter_add", t, dim, index, src);
+  autograd::Recorder rec(autograd::GradOp::ScatterAdd, {t, src});
   Tensor out = detail::make_result(t.sizes(), t.dtype(), t.device(), Origin::computed("scatter_add", t.origin()));
   out.copy_(t);
   run_scatter_add(out, dim, index, src);
-  return out;
+  record_index_op(rec, dim, index, rec && rec.node().needs_input_grad(1));
+  return rec.finish(out);
 }
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
@@ -106,12 +122,14 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
                "index_select(): Expected dtype int32 or int64 for index, but got ", index.dtype());
   Shape shape = t.sizes().vec();
   if (t.dim() > 0) shape[dim] = index.numel();
+  autograd::Recorder rec(autograd::GradOp::IndexSelect, {t});
   Tensor out = detail::make_result(shape, t.dtype(), t.device(), Origin::computed("index_select", t.origin()));
   switch (backend_of(t.device())) {
     case Backend::CPU: cpu::index_select(out, t, dim, index); break;
     case Backend::CUDA: gpu::index_select(out, t, dim, index); break;
   }
-  return out;
+  record_index_op(rec, dim, index);
+  return rec.finish(out);
 }
 
 Tensor one_hot(const Tensor& t, int64_t num_classes) {
@@ -152,8 +170,12 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return tan
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   dim = check_scatter_add("scatter_add_", *this, dim, index, src);
   detail::check_writable(*this, "scatter_add_");
+  autograd::check_inplace(*this, "scatter_add_");
+  autograd::Recorder rec(autograd::GradOp::ScatterAdd, {*this, src});
   run_scatter_add(*this, dim, index, src);
   storage()->bump_version();
+  record_index_op(rec, dim, index, rec && rec.node().needs_input_grad(1));
+  rec.finish_inplace(*this);
   return *this;
 }
 

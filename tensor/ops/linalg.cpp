@@ -1,6 +1,7 @@
 // Front end of the matrix products: torch.matmul's rank rules, the device,
-// dtype and shape checks in PyTorch's words, the output allocation, and the
-// dispatch. Operands reach the kernel as strided views, never copied here.
+// dtype and shape checks in PyTorch's words, the output allocation, the
+// dispatch, and one autograd node per call. Operands reach the kernel as
+// strided views, never copied here.
 #include "tensor/ops/linalg.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "kernels/cpu/linalg.h"
 #include "kernels/cuda/linalg.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/cuda_matmul.h"
@@ -99,6 +101,21 @@ Tensor run_product(const char* op, const Tensor& a, const Tensor& b, const Shape
   return out;
 }
 
+// Runs the product under a node of op (Mm, Bmm, Matmul): inputs {a, b},
+// saved {a if b needs grad, b if a needs grad} (undefined where not needed);
+// the rule reads the ranks from the inputs' sizes. run_product writes into
+// views of its output: grad mode is off while recording, so nothing else records.
+Tensor recorded_product(autograd::GradOp grad_op, const char* op, const Tensor& a, const Tensor& b, const Shape& batch,
+                        const Shape& out_shape) {
+  autograd::Recorder rec(grad_op, {a, b});
+  Tensor out = run_product(op, a, b, batch, out_shape);
+  if (rec) {
+    rec.save(rec.node().needs_input_grad(1) ? a : Tensor());
+    rec.save(rec.node().needs_input_grad(0) ? b : Tensor());
+  }
+  return rec.finish(out);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -132,7 +149,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   if (da >= 2) out_shape.push_back(a.size(-2));
   if (db >= 2) out_shape.push_back(n);
-  return run_product("matmul", a, b, batch, out_shape);
+  return recorded_product(autograd::GradOp::Matmul, "matmul", a, b, batch, out_shape);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -142,7 +159,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   check_dtypes("mm", "mat1", a, "mat2", b);
   TANDEM_CHECK(a.size(1) == b.size(0), ShapeError, "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x",
                a.size(1), " and ", b.size(0), "x", b.size(1), ")");
-  return run_product("mm", a, b, {}, {a.size(0), b.size(1)});
+  return recorded_product(autograd::GradOp::Mm, "mm", a, b, {}, {a.size(0), b.size(1)});
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -153,7 +170,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   TANDEM_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), ShapeError,
                "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
                "] but got: [", b.size(0), ", ", b.size(1), "].");
-  return run_product("bmm", a, b, {a.size(0)}, {a.size(0), a.size(1), b.size(2)});
+  return recorded_product(autograd::GradOp::Bmm, "bmm", a, b, {a.size(0)}, {a.size(0), a.size(1), b.size(2)});
 }
 
 Tensor Tensor::matmul(const Tensor& other) const { return tandem::matmul(*this, other); }

@@ -1,13 +1,15 @@
 // Front end of cat, stack, split and chunk. cat copies each input into a
 // narrow() view of the output with copy_, which converts dtypes and strides on
 // any device; on a GPU, inputs of the output's dtype are copied in one launch
-// instead. split and chunk only make views.
+// instead. cat and stack record one node each (the copies inside run with
+// grad mode off); split and chunk only make views.
 #include "tensor/ops/shape_ops.h"
 
 #include <algorithm>
 #include <string>
 
 #include "kernels/cuda/shape_ops.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -26,6 +28,14 @@ void check_list_defined(const char* op, const std::vector<Tensor>& tensors) {
 
 // PyTorch's legacy rule: a 1-D tensor with no elements joins any cat.
 bool cat_skips(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
+
+// The dim cat joins along, wrapped against the first input it does not skip
+// (0 when it skips them all).
+int64_t cat_dim(const std::vector<Tensor>& tensors, int64_t dim, const char* op) {
+  for (const Tensor& t : tensors)
+    if (!cat_skips(t)) return wrap_dim(dim, t.dim(), op);
+  return 0;
+}
 
 // cat without the door checks that stack has already run (op names the
 // public op in messages and origins).
@@ -92,7 +102,17 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     TANDEM_CHECK(tensors[i].dim() > 0, ShapeError, "cat(): zero-dimensional tensor (at position ", i,
                  ") cannot be concatenated; unsqueeze it to shape [1] first, or use stack()");
   }
-  return cat_impl(tensors, dim, "cat");
+  autograd::Recorder rec(autograd::GradOp::Cat, tensors);
+  Tensor out = cat_impl(tensors, dim, "cat");
+  if (rec) {
+    // ints: {dim, then each input's size along dim, or -1 for an input cat
+    // skipped (1-D and empty: its gradient is an empty [0])}.
+    int64_t d = cat_dim(tensors, dim, "cat");
+    std::vector<int64_t>& ints = rec.node().ints;
+    ints = {d};
+    for (const Tensor& t : tensors) ints.push_back(cat_skips(t) ? -1 : t.size(d));
+  }
+  return rec.finish(out);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -105,10 +125,14 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                  "stack expects each tensor to be equal size, but got ", shape_str(tensors[0].sizes()),
                  " at entry 0 and ", shape_str(tensors[i].sizes()), " at entry ", i);
   }
+  // Recording first turns grad mode off, so the unsqueezed parts are plain views.
+  autograd::Recorder rec(autograd::GradOp::Stack, tensors);
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(dim));
-  return cat_impl(parts, dim, "stack");
+  Tensor out = cat_impl(parts, dim, "stack");
+  if (rec) rec.node().ints = {dim};  // ints: {dim}, wrapped; input i gets grad.select(dim, i)
+  return rec.finish(out);
 }
 
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
