@@ -1,12 +1,25 @@
 // View ops: new sizes/strides/offset over the same storage, no data moved
-// (reshape and contiguous copy only when a view is impossible).
+// (reshape and contiguous copy only when a view is impossible). Each records
+// one node (rules in autograd/rules_views.cpp) and remembers its base, so that
+// an in-place op on the view updates the base's history.
+//
+// What each node keeps (the input's sizes are in node.inputs[0].sizes):
+//   View, Squeeze, Unsqueeze, Expand: nothing
+//   Permute:   ints = the dims, wrapped (out dim i is input dim ints[i])
+//   Transpose: ints = {dim0, dim1}, wrapped ({0, 0} for a 0-dim tensor)
+//   Slice:     ints = {dim, start, end, step}, wrapped and clamped
+//   Select:    ints = {dim, index}, wrapped
 #include <algorithm>
 
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/factory.h"
 
 namespace tandem {
+
+using autograd::GradOp;
+using autograd::Recorder;
 
 namespace {
 
@@ -75,15 +88,20 @@ Tensor Tensor::view(IntArrayRef shape) const {
   TANDEM_CHECK(st.has_value(), ShapeError, "view size is not compatible with input tensor's size and stride (size ",
                shape_str(this->sizes()), ", stride ", shape_str(this->strides()),
                "): at least one dimension spans across two contiguous subspaces. Use .reshape(...) instead");
-  return detail::make_view(*this, std::move(sizes), std::move(*st), storage_offset());
+  Recorder rec(GradOp::View, {*this});
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(*st), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
   check_defined("reshape", {{"self", *this}});
   Shape sizes = infer_shape(shape, numel(), "reshape");
-  if (auto st = view_strides(this->sizes(), this->strides(), sizes))
-    return detail::make_view(*this, std::move(sizes), std::move(*st), storage_offset());
-  return contiguous().view(sizes);
+  if (auto st = view_strides(this->sizes(), this->strides(), sizes)) {
+    Recorder rec(GradOp::View, {*this});
+    Tensor out = detail::make_view(*this, std::move(sizes), std::move(*st), storage_offset());
+    return rec.finish_view(out, *this);
+  }
+  return contiguous().view(sizes);  // records Clone, then View
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -102,6 +120,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::squeeze() const {
   check_defined("squeeze", {{"self", *this}});
+  Recorder rec(GradOp::Squeeze, {*this});
   Shape sizes, strides;
   for (int64_t d = 0; d < dim(); ++d) {
     if (size(d) != 1) {
@@ -109,21 +128,21 @@ Tensor Tensor::squeeze() const {
       strides.push_back(stride(d));
     }
   }
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
   check_defined("squeeze", {{"self", *this}});
-  if (dim() == 0) {
-    wrap_dim(d, 0, "squeeze");
-    return detail::make_view(*this, {}, {}, storage_offset());
-  }
   d = wrap_dim(d, dim(), "squeeze");
-  if (size(d) != 1) return detail::make_view(*this, sizes().vec(), strides().vec(), storage_offset());
   Shape sizes = this->sizes().vec(), strides = this->strides().vec();
-  sizes.erase(sizes.begin() + d);
-  strides.erase(strides.begin() + d);
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  if (dim() > 0 && size(d) == 1) {
+    sizes.erase(sizes.begin() + d);
+    strides.erase(strides.begin() + d);
+  }
+  Recorder rec(GradOp::Squeeze, {*this});
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -133,7 +152,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t st = d < dim() ? sizes[d] * strides[d] : 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Recorder rec(GradOp::Unsqueeze, {*this});
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -141,31 +162,35 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   TANDEM_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError,
                "permute: number of dims don't match in permute (input has ", dim(), " dims, dims has ", dims.size(),
                ": ", shape_str(dims), ")");
-  Shape sizes(dims.size()), strides(dims.size());
+  Shape sizes(dims.size()), strides(dims.size()), wrapped(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
     int64_t d = wrap_dim(dims[i], dim(), "permute");
     TANDEM_CHECK(!seen[d], ValueError, "permute: repeated dim ", d, " in ", shape_str(dims));
     seen[d] = true;
+    wrapped[i] = d;
     sizes[i] = size(d);
     strides[i] = stride(d);
   }
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Recorder rec(GradOp::Permute, {*this});
+  if (rec) rec.node().ints = std::move(wrapped);
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   check_defined("transpose", {{"self", *this}});
-  if (dim() == 0) {
-    wrap_dim(d0, 0, "transpose");
-    wrap_dim(d1, 0, "transpose");
-    return detail::make_view(*this, {}, {}, storage_offset());
-  }
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
   Shape sizes = this->sizes().vec(), strides = this->strides().vec();
-  std::swap(sizes[d0], sizes[d1]);
-  std::swap(strides[d0], strides[d1]);
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  if (dim() > 0) {
+    std::swap(sizes[d0], sizes[d1]);
+    std::swap(strides[d0], strides[d1]);
+  }
+  Recorder rec(GradOp::Transpose, {*this});
+  if (rec) rec.node().ints = {d0, d1};
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::t() const {
@@ -201,7 +226,9 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     sizes[i] = target;
     strides[i] = cur == target ? stride(i - lead) : 0;
   }
-  return detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Recorder rec(GradOp::Expand, {*this});
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.sizes()); }
@@ -221,7 +248,10 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   sizes[d] = (e - s + step - 1) / step;
   int64_t offset = storage_offset() + s * strides[d];
   strides[d] *= step;
-  return detail::make_view(*this, std::move(sizes), std::move(strides), offset);
+  Recorder rec(GradOp::Slice, {*this});
+  if (rec) rec.node().ints = {d, s, e, step};
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), offset);
+  return rec.finish_view(out, *this);
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -250,7 +280,10 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t offset = storage_offset() + index * strides[d];
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return detail::make_view(*this, std::move(sizes), std::move(strides), offset);
+  Recorder rec(GradOp::Select, {*this});
+  if (rec) rec.node().ints = {d, index};
+  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), offset);
+  return rec.finish_view(out, *this);
 }
 
 }  // namespace tandem
