@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/reduce.h"
 #include "kernels/cuda/reduce.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -16,6 +17,9 @@
 namespace tandem {
 
 namespace {
+
+using autograd::GradOp;
+using autograd::Recorder;
 
 // The shapes of one reduction: the input's with every reduced dim at size 1
 // (what the kernels see) and the result's (the same with keepdim, else
@@ -52,6 +56,24 @@ void check_nonzero_reduced(const Tensor& x, const ReduceShape& r, const char* op
   for (int64_t d : r.dims)
     TANDEM_CHECK(x.size(d) != 0, IndexError, op, "(): Expected reduction dim ", d,
                  " to have non-zero size (input shape ", shape_str(x.sizes()), ")");
+}
+
+// What every reduction's node keeps, as autograd/rules_reduce.cpp reads it:
+// ints = {keepdim, reduced dims...} (wrapped, sorted; every dim for a full
+// reduction, none for a 0-dim input). On top of that, per op:
+//   Sum, Mean:              nothing else
+//   Prod:                   saved = {input, output}; dims has one dim, or every dim for prod()
+//   MaxAll, MinAll:         saved = {input, output}; dims = every dim, keepdim = 0
+//   Amax, Amin, LogSumExp:  saved = {input, output}
+//   MaxDim, MinDim:         saved = {indices}; dims = {dim}
+//   Var:                    saved = {input};         scalars = {correction}
+//   Std:                    saved = {input, output}; scalars = {correction}
+//   Norm:                   saved = {input, output}; scalars = {p}
+// Softmax and LogSoftmax are not reductions: ints = {dim}, saved = {output}.
+void record_reduction(Recorder& rec, const ReduceShape& r, bool keepdim) {
+  std::vector<int64_t>& ints = rec.node().ints;
+  ints.push_back(keepdim);
+  ints.insert(ints.end(), r.dims.begin(), r.dims.end());
 }
 
 // in already has the dtype the result takes; origin is the user's input's.
@@ -99,7 +121,15 @@ Tensor max_min_all(const Tensor& x, bool is_max) {
   TANDEM_CHECK(x.numel() > 0, ValueError, name,
                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
                "the 'dim' argument.");
-  return reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, reduce_shape(x, {}, false, name), x.origin());
+  Recorder rec(is_max ? GradOp::MaxAll : GradOp::MinAll, {x});
+  ReduceShape r = reduce_shape(x, {}, false, name);
+  Tensor out = reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
+  if (rec) {
+    record_reduction(rec, r, false);
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 std::tuple<Tensor, Tensor> max_min_dim(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
@@ -107,10 +137,15 @@ std::tuple<Tensor, Tensor> max_min_dim(const Tensor& x, int64_t dim, bool keepdi
   check_defined(name, {{"self", x}});
   ReduceShape r = reduce_shape(x, {dim}, keepdim, name);
   check_nonzero_reduced(x, r, name);
+  Recorder rec(is_max ? GradOp::MaxDim : GradOp::MinDim, {x});
   Tensor values = detail::make_result(r.out, x.dtype(), x.device(), Origin::computed(name, x.origin()));
   Tensor indices = detail::make_result(r.out, kInt64, x.device(), Origin::computed(name, x.origin()));
   run_arg_reduce(is_max, keepdim_view(values, r), keepdim_view(indices, r), x);
-  return {values, indices};
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.save(indices);
+  }
+  return {rec.finish(values), indices};
 }
 
 Tensor amax_amin(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max) {
@@ -118,7 +153,14 @@ Tensor amax_amin(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max) {
   check_defined(name, {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, name);
   check_nonzero_reduced(x, r, name);
-  return reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
+  Recorder rec(is_max ? GradOp::Amax : GradOp::Amin, {x});
+  Tensor out = reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 Tensor argmax_argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool is_max) {
@@ -148,7 +190,15 @@ Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepd
   ReduceShape r = reduce_shape(x, dims, keepdim, name);
   ReduceParams params;
   params.correction = correction;
-  return reduce_op(take_sqrt ? ReduceOp::Std : ReduceOp::Var, name, x, r, x.origin(), params);
+  Recorder rec(take_sqrt ? GradOp::Std : GradOp::Var, {x});
+  Tensor out = reduce_op(take_sqrt ? ReduceOp::Std : ReduceOp::Var, name, x, r, x.origin(), params);
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.node().scalars = {Scalar(correction)};
+    rec.save(x);
+    if (take_sqrt) rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool log) {
@@ -160,13 +210,29 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
                "_lastdim_kernel_impl\" not implemented for '", torch_scalar_name(dt), "'. Pass dtype=kFloat32, e.g. x.",
                name, "(", dim, ", kFloat32)");
   int64_t d = wrap_dim(dim, x.dim(), name);
+  Recorder rec(log ? GradOp::LogSoftmax : GradOp::Softmax, {x});
   Tensor in = x.to(dt).contiguous();
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
   switch (backend_of(x.device())) {
     case Backend::CPU: cpu::softmax(out, in, d, log); break;
     case Backend::CUDA: gpu::softmax(out, in, d, log); break;
   }
-  return out;
+  if (rec) {
+    rec.node().ints = {d};  // see record_reduction
+    rec.save_output(out);
+  }
+  return rec.finish(out);
+}
+
+Tensor prod_op(const Tensor& x, const ReduceShape& r, bool keepdim, std::optional<Dtype> dtype) {
+  Recorder rec(GradOp::Prod, {x});
+  Tensor out = reduce_op(ReduceOp::Prod, "prod", x.to(sum_dtype(x, dtype)), r, x.origin());
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 }  // namespace
@@ -175,7 +241,10 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
   check_defined("sum", {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, "sum");
-  return reduce_op(ReduceOp::Sum, "sum", x.to(sum_dtype(x, dtype)), r, x.origin());
+  Recorder rec(GradOp::Sum, {x});
+  Tensor out = reduce_op(ReduceOp::Sum, "sum", x.to(sum_dtype(x, dtype)), r, x.origin());
+  if (rec) record_reduction(rec, r, keepdim);
+  return rec.finish(out);
 }
 Tensor sum(const Tensor& x, std::optional<Dtype> dtype) { return sum(x, IntArrayRef(), false, dtype); }
 
@@ -183,19 +252,20 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype
   check_defined("mean", {{"self", x}});
   check_mean_dtype(x, dtype);
   ReduceShape r = reduce_shape(x, dims, keepdim, "mean");
-  return reduce_op(ReduceOp::Mean, "mean", x.to(dtype.value_or(x.dtype())), r, x.origin());
+  Recorder rec(GradOp::Mean, {x});
+  Tensor out = reduce_op(ReduceOp::Mean, "mean", x.to(dtype.value_or(x.dtype())), r, x.origin());
+  if (rec) record_reduction(rec, r, keepdim);
+  return rec.finish(out);
 }
 Tensor mean(const Tensor& x, std::optional<Dtype> dtype) { return mean(x, IntArrayRef(), false, dtype); }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<Dtype> dtype) {
   check_defined("prod", {{"self", x}});
-  ReduceShape r = reduce_shape(x, {dim}, keepdim, "prod");
-  return reduce_op(ReduceOp::Prod, "prod", x.to(sum_dtype(x, dtype)), r, x.origin());
+  return prod_op(x, reduce_shape(x, {dim}, keepdim, "prod"), keepdim, dtype);
 }
 Tensor prod(const Tensor& x, std::optional<Dtype> dtype) {
   check_defined("prod", {{"self", x}});
-  ReduceShape r = reduce_shape(x, {}, false, "prod");
-  return reduce_op(ReduceOp::Prod, "prod", x.to(sum_dtype(x, dtype)), r, x.origin());
+  return prod_op(x, reduce_shape(x, {}, false, "prod"), false, dtype);
 }
 
 // ---------------------------------------------------------------- max, min and friends
@@ -238,14 +308,29 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
                shape_str(x.sizes()), ")");
   ReduceParams params;
   params.p = order;
-  return reduce_op(ReduceOp::Norm, "norm", x, r, x.origin(), params);
+  Recorder rec(GradOp::Norm, {x});
+  Tensor out = reduce_op(ReduceOp::Norm, "norm", x, r, x.origin(), params);
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.node().scalars = {Scalar(order)};
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   check_defined("logsumexp", {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, "logsumexp");
+  Recorder rec(GradOp::LogSumExp, {x});
   Tensor in = is_integral(x.dtype(), true) ? x.to(kFloat32) : x;
-  return reduce_op(ReduceOp::LogSumExp, "logsumexp", in, r, x.origin());
+  Tensor out = reduce_op(ReduceOp::LogSumExp, "logsumexp", in, r, x.origin());
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
 }
 
 // ---------------------------------------------------------------- softmax
