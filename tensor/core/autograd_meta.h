@@ -167,11 +167,8 @@ struct AutogradMeta {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;         // null for leaves
   std::weak_ptr<Node> grad_accumulator;  // leaves: the AccumulateGrad node, while a graph holds it
-  // Views recorded while grad mode was on: the tensor whose storage they
-  // view, and that tensor's history counter when the view was made.
-  std::shared_ptr<TensorImpl> base;
-  uint64_t base_history = 0;
-  // Bumped whenever an in-place op gives this tensor a new grad_fn.
+  // Bumped whenever an in-place op gives this tensor (a view's base) a new
+  // grad_fn; views compare it with TensorImpl::view_base_history.
   uint64_t history = 0;
 };
 

@@ -204,18 +204,21 @@ std::shared_ptr<Node> as_strided_node(const Tensor& base, const Tensor& view) {
 }  // namespace
 
 Edge gradient_edge(const Tensor& t) {
-  AutogradMeta* m = meta_if(t);
-  if (m == nullptr) return {};
+  if (!t.defined()) return {};
+  TensorImpl* impl = t.impl();
   // A view whose base got a new history from an in-place op (through the
   // base or another view) since the view was made: its old grad_fn is stale.
-  if (m->base && m->base->autograd && m->base->autograd->history != m->base_history) {
-    Tensor base(m->base);
-    m->base_history = m->base->autograd->history;
+  if (impl->view_base && impl->view_base->autograd && impl->view_base->autograd->history != impl->view_base_history) {
+    Tensor base(impl->view_base);
+    impl->view_base_history = impl->view_base->autograd->history;
     if (base.requires_grad()) {
-      m->grad_fn = as_strided_node(base, t);
-      m->output_nr = 0;
+      AutogradMeta& vm = meta_of(t);
+      vm.grad_fn = as_strided_node(base, t);
+      vm.output_nr = 0;
     }
   }
+  AutogradMeta* m = meta_if(t);
+  if (m == nullptr) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
@@ -229,11 +232,11 @@ Edge gradient_edge(const Tensor& t) {
 }
 
 void note_view(const Tensor& view, const Tensor& input) {
-  AutogradMeta* in = meta_if(input);
-  std::shared_ptr<TensorImpl> base = in && in->base ? in->base : input.shared_impl();
-  AutogradMeta& m = meta_of(view);
-  m.base = base;
-  m.base_history = base->autograd ? base->autograd->history : 0;
+  TensorImpl* in = input.impl();
+  TensorImpl* v = view.impl();
+  v->view_base = in->view_base ? in->view_base : input.shared_impl();
+  v->view_base_history = v->view_base->autograd ? v->view_base->autograd->history : 0;
+  v->view_made_without_grad = !GradMode::is_enabled() || in->view_made_without_grad;
 }
 
 // ---------------------------------------------------------------- recording
@@ -270,6 +273,16 @@ void Recorder::init(GradOp op, const Tensor* const* inputs, size_t n) {
 
 void Recorder::save(const Tensor& t) { node_->saved.emplace_back(t, false); }
 
+Tensor Recorder::save_original(const Tensor& self) {
+  Tensor original;
+  {
+    AutoGradMode record(true);  // the guard turned it off; it was on, or there would be no node
+    original = self.clone();
+  }
+  save(original);
+  return original;
+}
+
 void Recorder::save_output(const Tensor& out) { node_->saved.emplace_back(out, true); }
 
 const Tensor& Recorder::finish(const Tensor& out) {
@@ -281,23 +294,29 @@ const Tensor& Recorder::finish(const Tensor& out) {
 }
 
 const Tensor& Recorder::finish_view(const Tensor& out, const Tensor& input) {
-  if (!node_) return out;
-  note_view(out, input);
+  TANDEM_INTERNAL_ASSERT(!out.defined() || out.impl()->view_base != nullptr || !input.defined(),
+                         "finish_view: out was not made by detail::make_view");
+  if (node_) out.impl()->view_made_without_grad = false;  // a recorded view is a differentiable one
   return finish(out);
 }
 
 void Recorder::finish_inplace(const Tensor& self) {
   if (!node_ || !is_floating_point(self.dtype())) return;
   AutogradMeta& m = meta_of(self);
-  if (!m.base) {
+  TensorImpl* impl = self.impl();
+  if (!impl->view_base) {
     m.grad_fn = node_;
     m.output_nr = 0;
     ++m.history;
     return;
   }
+  TANDEM_CHECK(!impl->view_made_without_grad, ValueError, node_->name(),
+               ": a view was created in no_grad mode and is being modified in place with grad mode enabled. This "
+               "is ambiguous and forbidden, as in PyTorch: make the view and change it both inside the NoGradGuard "
+               "(if the change should not be tracked) or both outside it (if it should)");
   // self is a view of base: base's values changed where self lies. Base's
   // new history: its old one outside the view, the op's node inside it.
-  Tensor base(m.base);
+  Tensor base(impl->view_base);
   auto copy_slices = std::make_shared<Node>(GradOp::CopySlices);
   copy_slices->next_edges = {gradient_edge(base), Edge{node_, 0}};
   copy_slices->inputs = {input_meta(base), input_meta(self)};
@@ -308,19 +327,19 @@ void Recorder::finish_inplace(const Tensor& self) {
   ++bm.history;
   m.grad_fn = as_strided_node(base, self);
   m.output_nr = 0;
-  m.base_history = bm.history;
+  impl->view_base_history = bm.history;
 }
 
-void check_inplace(const Tensor& self, const char* op) {
+void check_inplace(const Tensor& self, const char* op, const char* suffix) {
   if (!GradMode::is_enabled()) return;
   AutogradMeta* m = meta_if(self);
-  if (m == nullptr) return;
-  TANDEM_CHECK(!(m->requires_grad && !m->grad_fn && !m->base), ValueError, op,
+  TANDEM_CHECK(!(m && m->requires_grad && !m->grad_fn), ValueError, op, suffix,
                ": a leaf tensor that requires grad is being used in an in-place operation. Change it inside a "
                "NoGradGuard (as optimizers do), or work on a clone");
-  if (m->base && m->base->autograd) {
-    const AutogradMeta& b = *m->base->autograd;
-    TANDEM_CHECK(!(b.requires_grad && !b.grad_fn), ValueError, op,
+  const TensorImpl* impl = self.impl();
+  if (impl->view_base && impl->view_base->autograd) {
+    const AutogradMeta& b = *impl->view_base->autograd;
+    TANDEM_CHECK(!(b.requires_grad && !b.grad_fn), ValueError, op, suffix,
                  ": a view of a leaf tensor that requires grad is being used in an in-place operation. Change it "
                  "inside a NoGradGuard (as optimizers do), or work on a clone");
   }
@@ -333,12 +352,11 @@ using autograd::AutogradMeta;
 using autograd::meta_of;
 
 bool Tensor::requires_grad() const {
-  const AutogradMeta* m = defined() ? impl_->autograd.get() : nullptr;
-  if (m == nullptr) return false;
-  if (m->requires_grad || m->grad_fn) return true;
+  if (!defined()) return false;
+  if (const AutogradMeta* m = impl_->autograd.get(); m && (m->requires_grad || m->grad_fn)) return true;
   // A view of a tensor that gained history after the view was made.
-  return m->base && m->base->autograd && m->base->autograd->history != m->base_history &&
-         Tensor(m->base).requires_grad();
+  const auto& base = impl_->view_base;
+  return base && base->autograd && base->autograd->history != impl_->view_base_history && Tensor(base).requires_grad();
 }
 
 Tensor& Tensor::requires_grad_(bool r) {
@@ -368,10 +386,10 @@ Tensor& Tensor::mutable_grad() const { return meta_of(*this).grad; }
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<autograd::Node> none;
-  if (!defined() || !impl_->autograd) return none;
-  AutogradMeta& m = *impl_->autograd;
-  if (m.base) autograd::gradient_edge(*this);  // refreshes a stale view's grad_fn
-  return m.grad_fn ? m.grad_fn : none;
+  if (!defined()) return none;
+  if (impl_->view_base) autograd::gradient_edge(*this);  // refreshes a stale view's grad_fn
+  if (!impl_->autograd) return none;
+  return impl_->autograd->grad_fn ? impl_->autograd->grad_fn : none;
 }
 
 bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
@@ -406,7 +424,8 @@ Tensor& Tensor::detach_() {
   TANDEM_CHECK(defined(), ValueError, "detach_: the tensor is undefined");
   if (!impl_->autograd) return *this;
   AutogradMeta& m = *impl_->autograd;
-  TANDEM_CHECK(!m.base || !requires_grad(), ValueError, "detach_: can't detach views in-place. Use detach() instead");
+  TANDEM_CHECK(!impl_->view_base || !requires_grad(), ValueError,
+               "detach_: can't detach views in-place. Use detach() instead");
   m.grad_fn.reset();
   m.requires_grad = false;
   m.output_nr = 0;

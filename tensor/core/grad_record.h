@@ -42,13 +42,16 @@ class Recorder {
   // Keeps t (an input, or a non-differentiable argument such as an index)
   // for the rule; its version is checked when the rule runs.
   void save(const Tensor& t);
+  // For in-place ops, before the write: keeps a clone of self's current
+  // value, itself recorded (a Clone node on self's old history) so that
+  // double backward can differentiate through it. Returns the clone.
+  Tensor save_original(const Tensor& self);
   // Keeps an output of this op (saved without a reference cycle).
   void save_output(const Tensor& out);
   // Makes the node out's grad_fn (not for integer results, which have no
   // gradient); returns out.
   const Tensor& finish(const Tensor& out);
-  // For view ops: also remembers out's base, so that in-place ops on the
-  // view can update the base's history.
+  // For view ops (out made by detail::make_view, which records its base).
   const Tensor& finish_view(const Tensor& out, const Tensor& input);
   // For in-place ops: self's history continues through the node. For a view,
   // its base's history is updated too (a CopySlices node).
@@ -62,12 +65,14 @@ class Recorder {
 
 // Before an in-place op writes self (op: "mul_"): refuses a leaf that requires
 // grad, or a view of one, while grad mode is on (PyTorch's rule).
-void check_inplace(const Tensor& self, const char* op);
+// suffix follows op in the message ("add" + "_").
+void check_inplace(const Tensor& self, const char* op, const char* suffix = "");
 
 // An alias of t (same storage and geometry) without autograd metadata.
 Tensor alias_without_history(const Tensor& t);
 
-// Remembers t's base for views made while grad mode is on (make_view).
+// Makes view (a fresh view of input's memory) remember input's base, for
+// in-place ops on either later. detail::make_view calls it for every view.
 void note_view(const Tensor& view, const Tensor& input);
 
 }  // namespace tandem::autograd

@@ -88,6 +88,13 @@ struct TensorImpl {
   Dtype dtype = kFloat32;
   Origin origin;
   std::shared_ptr<autograd::AutogradMeta> autograd;  // null until autograd needs it (tensor/core/autograd_meta.h)
+  // Views (detail::make_view): the tensor that owns the memory they view,
+  // its history counter when the view was made (AutogradMeta::history), and
+  // whether grad mode was off then. Autograd needs them when a view or its
+  // base is changed in place.
+  std::shared_ptr<TensorImpl> view_base;
+  uint64_t view_base_history = 0;
+  bool view_made_without_grad = false;
 };
 
 class Tensor {

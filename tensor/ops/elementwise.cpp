@@ -327,11 +327,11 @@ Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::opt
   Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
   TANDEM_CHECK(can_cast(dt, x.dtype()), DtypeError, name, "_: result type ", dt,
                " can't be cast to the desired output type ", x.dtype());
-  autograd::check_inplace(x, name);
+  autograd::check_inplace(x, name, "_");
   Recorder rec(grad_op(op), {x});
   if (rec) {
     record_unary_params(rec.node(), op, p);
-    if (unary_keeps(op) == Keep::Input) rec.save(x.clone());
+    if (unary_keeps(op) == Keep::Input) rec.save_original(x);
   }
   if (dt == x.dtype()) {
     run_unary(op, x, x, p);
@@ -411,11 +411,17 @@ Tensor& binary_inplace(BinaryOp op, Tensor& a, const Tensor& b, const Scalar& al
   Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   TANDEM_CHECK(IntArrayRef(shape) == a.sizes(), ShapeError, name, "_: output with shape ", shape_str(a.sizes()),
                " doesn't match the broadcast shape ", shape_str(shape));
-  autograd::check_inplace(a, name);
+  autograd::check_inplace(a, name, "_");
   Recorder rec(grad_op(op), {a, b});
   if (rec) {
-    bool need_old_a = op == BinaryOp::Mul || op == BinaryOp::Div;
-    record_binary(rec, op, need_old_a && rec.node().needs_input_grad(1) ? a.clone() : a, b, alpha);
+    // Mul and Div keep a's old value (for b's gradient); the others keep nothing of a.
+    bool keep_old_a = (op == BinaryOp::Mul || op == BinaryOp::Div) && rec.node().needs_input_grad(1);
+    Tensor old_a = a;
+    if (keep_old_a) {
+      AutoGradMode record(true);
+      old_a = a.clone();
+    }
+    record_binary(rec, op, old_a, b, alpha);
   }
   if (dt == a.dtype()) {
     run_binary(op, a, a, unaliased(b.to(dt), a), alpha);

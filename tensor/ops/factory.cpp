@@ -35,7 +35,7 @@ Tensor make_view(const Tensor& t, Shape sizes, Shape strides, int64_t offset) {
   impl->dtype = t.dtype();
   impl->origin = t.origin();
   Tensor view(std::move(impl));
-  if (GradMode::is_enabled()) autograd::note_view(view, t);
+  autograd::note_view(view, t);
   return view;
 }
 
