@@ -116,7 +116,7 @@ GradList copy_slices_backward(const Node& node, const Tensor& grad) {
   ViewGeometry g = parse_geometry(node.ints);
   TANDEM_CHECK(!overlaps(g.base), NotImplementedError, node.name(),
                ": the base of a view changed in place has elements that share memory (", shape_and_strides(g.base),
-               "; e.g. it was made by expand() with grad mode off), so its gradient cannot be laid out; this is not "
+               "; e.g. it is the detach() of an expand()), so its gradient cannot be laid out; this is not "
                "implemented. Clone the base before writing into its view in place");
   Layout l = zero_layout(g, grad);
   l.base.copy_(grad);

@@ -292,8 +292,8 @@ DEVICE_TEST_CASE("in-place ops on views: gradients", "[autograd][views][inplace]
     return std::vector<Tensor>{y, curve(y)};
   };
   REQUIRE(autograd::gradcheck(mul_row, {x, w}) == "");
-  // gradgradcheck of mul_ by a tensor that requires grad: see the known bug
-  // at the end of this file; the same story with mul_ by a number and add_.
+  REQUIRE(autograd::gradgradcheck(mul_row, {x, w}) == "");
+  // The same story with mul_ by a number and add_.
   Fn scale_row = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] * 1.5;
     y.select(0, 1).mul_(2.5).add_(in[1].sin());
@@ -403,19 +403,15 @@ DEVICE_TEST_CASE("a stale expanded view sums its repeated elements", "[autograd]
   REQUIRE(autograd::gradgradcheck(fn, {z}) == "");
 }
 
-DEVICE_TEST_CASE("in-place op on a view of a strided base made without grad", "[autograd][views][inplace]") {
-  // The base is itself a view taken with grad mode off (offset 1, strides
-  // (6, 2): gaps between its elements), so the gradient is laid out over a
-  // buffer larger than the base.
+DEVICE_TEST_CASE("in-place op on a view of a strided base", "[autograd][views][inplace]") {
+  // The base is a detached alias of a strided view (offset 1, strides (6, 2):
+  // gaps between its elements), so the gradient is laid out over a buffer
+  // larger than the base.
   Tensor x = leaf({2, 3}, device);
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor storage = zeros({4, 6}, TensorOptions(kFloat64).device(in[0].device()));
-    Tensor b;
-    {
-      NoGradGuard no_grad;
-      b = storage.slice(1, 1, 6, 2);  // (4, 3)
-    }
-    Tensor before = b.t().narrow(1, 1, 2);  // (3, 2), taken before the write: goes stale
+    Tensor b = storage.slice(1, 1, 6, 2).detach();  // (4, 3), its own base
+    Tensor before = b.t().narrow(1, 1, 2);          // (3, 2), taken before the write: goes stale
     b.narrow(0, 1, 2).copy_(in[0].exp());
     b.select(0, 2).mul_(3).add_(in[0].select(0, 0).sin());
     return std::vector<Tensor>{b * b, curve(before)};
@@ -467,11 +463,7 @@ DEVICE_TEST_CASE("detach shares storage and drops history", "[autograd][views][i
 
 DEVICE_TEST_CASE("CopySlices on a base whose elements share memory is not implemented", "[autograd][views][inplace]") {
   Tensor x = make({1, 2, 3}, {1, 3}, kFloat64, device);
-  Tensor b;
-  {
-    NoGradGuard no_grad;
-    b = x.expand({2, 3});  // its own base: made with grad mode off
-  }
+  Tensor b = x.expand({2, 3}).detach();  // its own base, stride 0 on dim 0
   Tensor w = leaf({3}, device);
   b.select(0, 0).mul_(w);  // rows 0 and 1 of b are the same memory
   CHECK(b.requires_grad());
@@ -480,21 +472,21 @@ DEVICE_TEST_CASE("CopySlices on a base whose elements share memory is not implem
   REQUIRE_THROWS_WITH(b.backward(ones_like(b)), Contains("not implemented"));
 }
 
-// Known bug in the core, not in these rules (tensor/ops/elementwise.cpp,
-// binary_inplace and unary_inplace): an in-place op that keeps self's old
-// value for its rule (mul_ and div_ by a tensor that requires grad, log_,
-// ...) clones it inside the Recorder, with grad mode off, so the clone has
-// no history and the second derivative through it is lost (analytical 0).
-// Marked [!shouldfail]: when the core is fixed this case starts failing;
-// then drop the tag.
-DEVICE_TEST_CASE("known core bug: double backward through mul_ by a tensor on a view",
-                 "[autograd][views][!shouldfail]") {
+// Ops that keep self's old value for their rule (mul_, div_ by a tensor
+// that requires grad; log_), on views: the kept value must carry its history,
+// or the second derivative through it is lost.
+DEVICE_TEST_CASE("double backward through in-place ops that keep self's old value, on views",
+                 "[autograd][views][inplace]") {
   Tensor x = leaf({3, 4}, device);
   Tensor w = leaf({4}, device);
-  Fn mul_row = [](const std::vector<Tensor>& in) {
+  Fn fn = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] * 1.5;
     y.select(0, 1).mul_(in[1]);
+    y.narrow(0, 2, 1).div_(in[1].exp());
+    Tensor row = y.select(0, 0);
+    row.mul_(row.clone()).add_(1).log_();  // log(1 + (1.5 x)^2)
     return std::vector<Tensor>{y};
   };
-  REQUIRE(autograd::gradgradcheck(mul_row, {x, w}) == "");
+  REQUIRE(autograd::gradcheck(fn, {x, w}) == "");
+  REQUIRE(autograd::gradgradcheck(fn, {x, w}) == "");
 }
