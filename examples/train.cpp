@@ -1,6 +1,6 @@
 // Tandem's main job, until the training issues land: logistic regression
-// on generated data, on the best device present (or --device), with the
-// gradient written out by hand. It prints where it ran and what it learned.
+// on generated data, on the best device present (or --device), trained with
+// autograd and plain SGD. It prints where it ran and what it learned.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     Tensor y_all = (x_all.matmul(w_true).add(0.5) > 0).to(kFloat32);
     // Everything the step touches lives on one device: move data and model.
     Tensor x = x_all.to(device), y = y_all.to(device);
-    Tensor w = zeros({d, 1}, device), b = zeros({1}, device);
+    TensorOptions params = TensorOptions().device(device).requires_grad(true);
+    Tensor w = zeros({d, 1}, params), b = zeros({1}, params);
     const double lr = 0.5;
 
     auto t0 = std::chrono::steady_clock::now();
@@ -64,11 +65,15 @@ int main(int argc, char** argv) {
         Tensor pc = p.clamp(1e-7, 1 - 1e-7);
         Tensor loss = -(yb * pc.log() + (1 - yb) * (1 - pc).log()).mean();
         loss_sum += loss.item<double>();
-        Tensor grad_logits = (p - yb) / static_cast<double>(batch);  // d loss / d logits
-        w.sub_(xb.t().matmul(grad_logits), lr);
-        b.sub_(grad_logits.sum({0}), lr);
+        loss.backward();  // w.grad(), b.grad(): on `device`, like w and b
+        NoGradGuard no_grad;
+        w.sub_(w.grad(), lr);
+        b.sub_(b.grad(), lr);
+        w.mutable_grad().zero_();
+        b.mutable_grad().zero_();
       }
       if (epoch == 1 || epoch % 5 == 0 || epoch == epochs) {
+        NoGradGuard no_grad;
         Tensor pred = (x.matmul(w) + b) > 0;
         double acc = pred.eq(y.to(kBool)).to(kFloat32).mean().item<double>();
         std::printf("epoch %3d  loss %.4f  accuracy %.2f%%\n", epoch, loss_sum / (n / batch), 100 * acc);
