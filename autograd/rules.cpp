@@ -54,9 +54,11 @@ GradList apply_rule(Node& node, const Tensor& grad) {
     case GradOp::LogSoftmax: return reduce_backward(node, grad);
     case GradOp::View:
     case GradOp::Squeeze:
+    case GradOp::SqueezeDim:
     case GradOp::Unsqueeze:
     case GradOp::Permute:
     case GradOp::Transpose:
+    case GradOp::T:
     case GradOp::Expand:
     case GradOp::Slice:
     case GradOp::Select:

@@ -136,13 +136,15 @@ GradList view_backward(Node& node, const Tensor& grad) {
   switch (node.op) {
     case GradOp::View:
     case GradOp::Squeeze:
+    case GradOp::SqueezeDim:
     case GradOp::Unsqueeze: return {grad.reshape(input_sizes)};
     case GradOp::Permute: {  // ints: out dim i is input dim ints[i]
       Shape inverse(node.ints.size());
       for (size_t i = 0; i < node.ints.size(); ++i) inverse[node.ints[i]] = static_cast<int64_t>(i);
       return {grad.permute(inverse)};
     }
-    case GradOp::Transpose: return {grad.transpose(node.ints[0], node.ints[1])};  // ints: {dim0, dim1}
+    case GradOp::Transpose:
+    case GradOp::T: return {grad.transpose(node.ints[0], node.ints[1])};  // ints: {dim0, dim1}
     case GradOp::Expand: return {sum_to(grad, input_sizes)};
     case GradOp::Slice: {  // ints: {dim, start, end, step}
       Tensor grad_input = zeros_of_input();

@@ -66,11 +66,13 @@ enum class GradOp : uint8_t {
   Softmax,
   LogSoftmax,
   // views (tensor/ops/views.cpp)
-  View,  // view, reshape, flatten
-  Squeeze,
+  View,        // view, reshape, flatten
+  Squeeze,     // squeeze()
+  SqueezeDim,  // squeeze(dim)
   Unsqueeze,
   Permute,
   Transpose,
+  T,  // t(): a transpose, under PyTorch's name
   Expand,
   Slice,  // slice, narrow, split, chunk
   Select,

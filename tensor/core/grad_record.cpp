@@ -68,9 +68,11 @@ const char* grad_op_name(GradOp op) {
     case GradOp::LogSoftmax: return "LogSoftmaxBackward0";
     case GradOp::View: return "ViewBackward0";
     case GradOp::Squeeze: return "SqueezeBackward0";
+    case GradOp::SqueezeDim: return "SqueezeBackward1";
     case GradOp::Unsqueeze: return "UnsqueezeBackward0";
     case GradOp::Permute: return "PermuteBackward0";
     case GradOp::Transpose: return "TransposeBackward0";
+    case GradOp::T: return "TBackward0";
     case GradOp::Expand: return "ExpandBackward0";
     case GradOp::Slice: return "SliceBackward0";
     case GradOp::Select: return "SelectBackward0";

@@ -140,7 +140,7 @@ Tensor Tensor::squeeze(int64_t d) const {
     sizes.erase(sizes.begin() + d);
     strides.erase(strides.begin() + d);
   }
-  Recorder rec(GradOp::Squeeze, {*this});
+  Recorder rec(GradOp::SqueezeDim, {*this});
   Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
   return rec.finish_view(out, *this);
 }
@@ -178,25 +178,32 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   return rec.finish_view(out, *this);
 }
 
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  check_defined("transpose", {{"self", *this}});
-  d0 = wrap_dim(d0, dim(), "transpose");
-  d1 = wrap_dim(d1, dim(), "transpose");
-  Shape sizes = this->sizes().vec(), strides = this->strides().vec();
-  if (dim() > 0) {
+namespace {
+// transpose and t (op: their node, Transpose or T).
+Tensor transpose_view(const Tensor& self, int64_t d0, int64_t d1, GradOp op) {
+  d0 = wrap_dim(d0, self.dim(), "transpose");
+  d1 = wrap_dim(d1, self.dim(), "transpose");
+  Shape sizes = self.sizes().vec(), strides = self.strides().vec();
+  if (self.dim() > 0) {
     std::swap(sizes[d0], sizes[d1]);
     std::swap(strides[d0], strides[d1]);
   }
-  Recorder rec(GradOp::Transpose, {*this});
+  Recorder rec(op, {self});
   if (rec) rec.node().ints = {d0, d1};
-  Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
-  return rec.finish_view(out, *this);
+  Tensor out = detail::make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
+  return rec.finish_view(out, self);
+}
+}  // namespace
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  check_defined("transpose", {{"self", *this}});
+  return transpose_view(*this, d0, d1, GradOp::Transpose);
 }
 
 Tensor Tensor::t() const {
   check_defined("t", {{"self", *this}});
   TANDEM_CHECK(dim() <= 2, ShapeError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return dim() < 2 ? transpose(0, 0) : transpose(0, 1);
+  return transpose_view(*this, 0, dim() < 2 ? 0 : 1, GradOp::T);
 }
 
 Tensor Tensor::expand(IntArrayRef shape) const {
