@@ -237,6 +237,21 @@ DEVICE_TEST_CASE("in-place ops: version counters and the leaf rule", "[autograd]
   REQUIRE_THROWS_WITH(x.exp_(), Contains("exp_: a leaf tensor that requires grad"));
   REQUIRE_THROWS_WITH(x.masked_fill_(x.gt(0), 1.0), Contains("masked_fill_: a leaf tensor that requires grad"));
   REQUIRE_THROWS_WITH(x.copy_(x * 2.0), Contains("copy_: a leaf tensor that requires grad"));
+  REQUIRE_THROWS_WITH(uniform_(x), Contains("uniform_: a leaf tensor that requires grad"));
+  REQUIRE_THROWS_WITH(normal_(x), Contains("normal_: a leaf tensor that requires grad"));
+  {
+    NoGradGuard no_grad;  // initializing parameters, as nn.init does
+    Tensor p = leaf({0, 0}, {2}, device);
+    normal_(p);
+    REQUIRE(p.is_leaf());
+  }
+  // Random fills of a non-leaf cut its old values off, like fill_.
+  Tensor r = x * 3.0;
+  uniform_(r, 1.0, 2.0);
+  REQUIRE(r.grad_fn()->name() == std::string("FillBackward0"));
+  (r * x).sum().backward();
+  check_close(x.grad(), r.detach());
+  x.mutable_grad() = Tensor();
   // exp saves its output; changing that output in place breaks the graph.
   Tensor y = x.exp();
   REQUIRE(y._version() == 0);

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/random.h"
 #include "kernels/cuda/random.h"
+#include "tensor/core/grad_record.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -177,10 +178,13 @@ TensorOptions like(const Tensor& t, const TensorOptions& options) {
 Generator& generator_for(Generator* gen, Device device) { return gen != nullptr ? *gen : default_generator(device); }
 
 // Fills t through `fill` on a contiguous tensor: t itself, or a temporary
-// copied into t when t is a strided view.
+// copied into t when t is a strided view. For autograd the old values are
+// gone, as with fill_ (a FillBackward0 node).
 template <typename Fill>
 Tensor& fill_inplace(const char* op, Tensor& t, const Fill& fill) {
   detail::check_writable(t, op);
+  autograd::check_inplace(t, op);
+  autograd::Recorder rec(autograd::GradOp::Fill, {t});
   if (t.is_contiguous()) {
     fill(t);
     t.storage()->bump_version();
@@ -189,6 +193,7 @@ Tensor& fill_inplace(const char* op, Tensor& t, const Fill& fill) {
     fill(tmp);
     t.copy_(tmp);
   }
+  rec.finish_inplace(t);
   return t;
 }
 
