@@ -50,20 +50,24 @@ Tensor fit(Tensor g, const Node& node, size_t i) {
   return g;
 }
 
-// A tensor the engine may keep as a .grad(): nobody else holds it or its memory.
-bool can_steal(const Tensor& g) { return g.use_count() == 1 && g.storage().use_count() == 1 && !g.requires_grad(); }
+// Nobody else holds g or its memory: it may become a .grad() as it is.
+bool alone(const Tensor& g) { return g.use_count() == 1 && g.storage().use_count() == 1; }
 
 }  // namespace
 
 void accumulate_grad(Tensor& slot, const Tensor& g) {
   if (!slot.defined()) {
+    // A gradient shared with another leaf (an add's two inputs get the same
+    // tensor) is cloned, so that adding into one never changes the other.
     if (GradMode::is_enabled())
-      slot = g;
+      slot = alone(g) ? g : g.clone();
     else
-      slot = can_steal(g) ? alias_without_history(g) : g.clone();
+      slot = alone(g) && !g.requires_grad() ? alias_without_history(g) : g.detach().clone();
     return;
   }
-  if (GradMode::is_enabled()) {
+  // Out of place when recording, and for a .grad() that has history (made
+  // by a create_graph pass): it may be shared with that graph.
+  if (GradMode::is_enabled() || slot.requires_grad()) {
     slot = slot + g;
   } else {
     slot.add_(g);
@@ -169,7 +173,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
     }
     bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
     if (n->op == GradOp::AccumulateGrad) {
-      if (capture.empty() && any) accumulate_grad(n->variable.mutable_grad(), fit(grads[0], *n, 0));
+      if (capture.empty() && any) accumulate_grad(n->variable.mutable_grad(), fit(std::move(grads[0]), *n, 0));
       continue;
     }
     if (!capture.empty() && !needed[n]) {

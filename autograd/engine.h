@@ -23,8 +23,9 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
                                  const BackwardOptions& options, const std::vector<Edge>& capture = {});
 
 // slot (a .grad()) += g, as PyTorch's AccumulateGrad: the first gradient is
-// kept as is when nobody else holds it, later ones are added in place; with
-// grad mode on (create_graph) the sum is recorded instead, so .grad() has history.
+// kept as is when nobody else holds it (else cloned), later ones are added in
+// place; with grad mode on (create_graph) the sum is recorded instead, so
+// .grad() has history.
 void accumulate_grad(Tensor& slot, const Tensor& g);
 
 // The gradient g of a tensor broadcast to g's shape, summed back to sizes.

@@ -82,6 +82,16 @@ DEVICE_TEST_CASE("backward accumulates into leaves, like PyTorch", "[autograd]")
   }
   check_values(p.grad(), {5, 5});
   check_values(q.grad(), {1, 1});
+  // The same after a create_graph pass, whose .grad() has history.
+  Tensor p2 = leaf({1, 1}, {2}, device), q2 = leaf({1, 1}, {2}, device);
+  (p2 * q2).sum().backward(Tensor(), std::nullopt, /*create_graph=*/true);
+  (p2 + q2).sum().backward();
+  {
+    NoGradGuard no_grad;
+    p2.mutable_grad().mul_(10.0);
+  }
+  check_values(p2.grad(), {20, 20});
+  check_values(q2.grad(), {2, 2});
   // zeroing, as optimizers do
   x.mutable_grad().zero_();
   (x * 2.0).sum().backward();
