@@ -285,6 +285,20 @@ DEVICE_TEST_CASE("in-place ops: version counters and the leaf rule", "[autograd]
   REQUIRE(z.grad_fn()->next_edges[0].fn->name() == std::string("MulBackward0"));
   z.sum().backward();
   check_values(x.grad(), {4 * 0.5, 4 * 1.0});
+  // A view made under no_grad, changed in place while recording: refused.
+  Tensor base = x * 2.0, v, u;
+  {
+    NoGradGuard no_grad;
+    v = base.select(0, 0);
+    u = zeros({2}, TensorOptions(kFloat64).device(device)).select(0, 1);
+  }
+  REQUIRE_THROWS_WITH(v.mul_(2.0), Contains("mul_: a view was created in no_grad mode and is being modified in "
+                                            "place with grad mode enabled"));
+  REQUIRE_THROWS_WITH(u.copy_(x.select(0, 0)), Contains("CopyBackwards: a view was created in no_grad mode"));
+  {
+    NoGradGuard no_grad;
+    v.mul_(2.0);  // both inside: fine
+  }
   // z.mul_(z) overwrites the `other` it saved, as in PyTorch.
   Tensor w = x * 2.0;
   w.mul_(w);

@@ -242,6 +242,13 @@ void note_view(const Tensor& view, const Tensor& input) {
 }
 
 // ---------------------------------------------------------------- recording
+namespace {
+constexpr const char* kNoGradViewMessage =
+    ": a view was created in no_grad mode and is being modified in place with grad mode enabled. This is "
+    "ambiguous and forbidden, as in PyTorch: make the view and change it both inside the NoGradGuard (if the "
+    "change should not be tracked) or both outside it (if it should)";
+}  // namespace
+
 Recorder::Recorder(GradOp op, Inputs inputs) {
   if (!GradMode::is_enabled()) return;
   const Tensor* ptrs[8];
@@ -312,10 +319,7 @@ void Recorder::finish_inplace(const Tensor& self) {
     ++m.history;
     return;
   }
-  TANDEM_CHECK(!impl->view_made_without_grad, ValueError, node_->name(),
-               ": a view was created in no_grad mode and is being modified in place with grad mode enabled. This "
-               "is ambiguous and forbidden, as in PyTorch: make the view and change it both inside the NoGradGuard "
-               "(if the change should not be tracked) or both outside it (if it should)");
+  TANDEM_CHECK(!impl->view_made_without_grad, ValueError, node_->name(), kNoGradViewMessage);
   // self is a view of base: base's values changed where self lies. Base's
   // new history: its old one outside the view, the op's node inside it.
   Tensor base(impl->view_base);
@@ -344,6 +348,7 @@ void check_inplace(const Tensor& self, const char* op, const char* suffix) {
     TANDEM_CHECK(!(b.requires_grad && !b.grad_fn), ValueError, op, suffix,
                  ": a view of a leaf tensor that requires grad is being used in an in-place operation. Change it "
                  "inside a NoGradGuard (as optimizers do), or work on a clone");
+    TANDEM_CHECK(!(impl->view_made_without_grad && b.grad_fn), ValueError, op, suffix, kNoGradViewMessage);
   }
 }
 
