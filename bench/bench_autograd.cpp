@@ -1,0 +1,370 @@
+// bench_autograd: CPU timings of Tandem's autograd, each beside a reference measured in the same run: the same
+// forward without recording (the graph's bookkeeping), and the GEMMs of an MLP called directly through cblas (its
+// ceiling). bench/peer_autograd_torch.py prints the same table for PyTorch.
+// Usage: bench_autograd [--quick] [--filter SUBSTR]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "tandem/tandem.h"
+
+using namespace tandem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A sample batches calls until it lasts this long, so the clock's own cost
+// stays far below the time of a short call.
+constexpr double kSampleSeconds = 1e-3;
+constexpr size_t kMinSamples = 5, kMaxSamples = 2000;
+
+struct Config {
+  bool quick = false;
+  std::string filter;
+  double scale = 1;  // of each section's sampling budget (--quick: 1/4)
+  int threads = 1;   // threads of the current pass, for Tandem, OpenBLAS and the ceilings
+};
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+using Fn = std::function<void()>;
+
+// Samples of one callable: its first call warms up (page faults, BLAS
+// buffers, the first gradients), its second sizes the batch.
+struct Sampler {
+  const Fn& f;
+  int64_t batch = 1;
+  std::vector<double> samples;
+
+  explicit Sampler(const Fn& fn) : f(fn) {
+    f();
+    auto t0 = Clock::now();
+    f();
+    batch = std::max<int64_t>(1, static_cast<int64_t>(kSampleSeconds / std::max(seconds_since(t0), 1e-9)));
+  }
+  void sample() {
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < batch; ++i) f();
+    samples.push_back(seconds_since(t0) / static_cast<double>(batch));
+  }
+  bool enough(Clock::time_point start, double budget_s) const {
+    return samples.size() >= kMinSamples && (samples.size() >= kMaxSamples || seconds_since(start) >= budget_s);
+  }
+  double median() {
+    auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
+    std::nth_element(samples.begin(), mid, samples.end());
+    return *mid;
+  }
+};
+
+// Median seconds per call of each callable, their samples interleaved so that
+// a change in the machine's load touches all of them alike.
+std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s) {
+  std::vector<Sampler> s;
+  s.reserve(fns.size());
+  for (const Fn& f : fns) s.emplace_back(f);
+  auto done = [&](Clock::time_point start) {
+    return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
+  };
+  for (auto start = Clock::now(); !done(start);)
+    for (Sampler& x : s) x.sample();
+  std::vector<double> medians;
+  for (Sampler& x : s) medians.push_back(x.median());
+  return medians;
+}
+
+// ---------------------------------------------------------------- table
+
+std::string fmt(const char* f, double v, const char* unit) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return std::string(buf) + " " + unit;
+}
+
+std::string fmt_time(double s) {
+  if (s < 1e-6) return fmt("%.1f", s * 1e9, "ns");
+  if (s < 1e-3) return fmt("%.2f", s * 1e6, "us");
+  if (s < 1) return fmt("%.2f", s * 1e3, "ms");
+  return fmt("%.3f", s, "s");
+}
+
+std::string fmt_value(double v, const char* unit) {
+  return fmt(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v, unit);
+}
+
+std::string fmt_ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", r);
+  return buf;
+}
+
+// Columns are separated by two or more spaces and no field holds two in a
+// row, so peer_autograd_torch.py can read the table back. A derived line
+// (a ratio of two timed lines) has "-" for its time.
+void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
+                const std::string& figure, const std::string& reference, const std::string& ratio) {
+  std::printf("%-4s  %-20s  %-20s  %10s  %16s  %24s  %6s\n", thr.c_str(), name.c_str(), size.c_str(), time.c_str(),
+              figure.c_str(), reference.c_str(), ratio.c_str());
+  std::fflush(stdout);
+}
+
+void print_header() { print_line("thr", "case", "size", "time", "figure", "reference", "ratio"); }
+
+bool selected(const Config& cfg, const std::string& section, const std::string& name) {
+  return cfg.filter.empty() || section.find(cfg.filter) != std::string::npos ||
+         name.find(cfg.filter) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- cases
+
+// 1. The engine's cost per node: 64 cheap ops on 16 elements, where the
+// kernels cost almost nothing and the recording and the backward pass are
+// what is timed. The gradient is seeded with ones, so no reduction is needed.
+constexpr int kChainOps = 64;
+
+Tensor chain(Tensor y) {
+  for (int i = 0; i < kChainOps; ++i) y = i % 3 == 0 ? y * 0.9 : i % 3 == 1 ? y + 0.1 : y.tanh();
+  return y;
+}
+
+void bench_chain(const Config& cfg) {
+  const std::string section = "chain", size = std::to_string(kChainOps) + " ops x 16";
+  const char *nograd = "chain fwd no-grad", *record = "chain fwd record", *both = "chain fwd+bwd";
+  if (!selected(cfg, section, nograd) && !selected(cfg, section, record) && !selected(cfg, section, both)) return;
+  Tensor x = randn({16}).requires_grad_(), seed = ones({16});
+  std::vector<Fn> fns = {
+      [&] {
+        NoGradGuard g;
+        chain(x);
+      },
+      [&] { chain(x); },
+      [&] {
+        x.mutable_grad() = Tensor();
+        chain(x).backward(seed);
+      },
+  };
+  std::vector<double> t = time_all(fns, 0.3 * cfg.scale);
+  const double n = kChainOps, bwd = t[2] - t[1];
+  const std::string thr = std::to_string(cfg.threads);
+  if (selected(cfg, section, nograd))
+    print_line(thr, nograd, size, fmt_time(t[0]), fmt_value(t[0] / n * 1e6, "us/op"), "-", "-");
+  if (selected(cfg, section, record))
+    print_line(thr, record, size, fmt_time(t[1]), fmt_value(t[1] / n * 1e6, "us/op"),
+               fmt_value(t[0] / n * 1e6, "us/op no-grad"), fmt_ratio(t[1] / t[0]));
+  if (selected(cfg, section, both))
+    print_line(thr, both, size, fmt_time(t[2]), fmt_value(bwd / n * 1e6, "us/op bwd"),
+               fmt_value(t[1] / n * 1e6, "us/op fwd"), fmt_ratio(bwd / t[1]));
+}
+
+// 2. An MLP training step, 784-256-128-10 with relu, batch 128, against the
+// GEMMs it runs called directly through cblas on buffers of the same sizes.
+struct Mlp {
+  static constexpr int B = 128, D0 = 784, D1 = 256, D2 = 128, D3 = 10;
+  // Weights (in, out), used as x.mm(w) + b; leaves that require grad.
+  Tensor w1, b1, w2, b2, w3, b3;
+  Tensor x, labels;  // x: (B, D0); labels: (B) int64 in [0, D3)
+
+  Mlp() {
+    auto weight = [](int64_t in, int64_t out) { return (randn({in, out}) * std::sqrt(2.0 / in)).requires_grad_(); };
+    w1 = weight(D0, D1), w2 = weight(D1, D2), w3 = weight(D2, D3);
+    b1 = zeros({D1}).requires_grad_(), b2 = zeros({D2}).requires_grad_(), b3 = zeros({D3}).requires_grad_();
+    x = randn({B, D0});
+    labels = randint(D3, {B});
+  }
+  std::vector<Tensor*> params() { return {&w1, &b1, &w2, &b2, &w3, &b3}; }
+
+  // Cross entropy as -log_softmax(logits, 1).gather(1, labels.unsqueeze(1)).mean().
+  Tensor loss() const {
+    Tensor h1 = (x.mm(w1) + b1).relu();   // (B, D1)
+    Tensor h2 = (h1.mm(w2) + b2).relu();  // (B, D2)
+    Tensor logits = h2.mm(w3) + b3;       // (B, D3)
+    return -logits.log_softmax(1).gather(1, labels.unsqueeze(1)).mean();
+  }
+  void sgd(double lr) {
+    NoGradGuard g;
+    for (Tensor* p : params()) {
+      p->add_(p->grad(), -lr);
+      p->mutable_grad().zero_();
+    }
+  }
+};
+
+// The GEMMs of Mlp's forward (3) and backward (5: every weight gradient, and
+// the input gradients of layers 2 and 3; x needs none), row-major, on
+// preallocated buffers with the transpose flags the mm rule passes.
+struct MlpGemms {
+  static constexpr int B = Mlp::B, D0 = Mlp::D0, D1 = Mlp::D1, D2 = Mlp::D2, D3 = Mlp::D3;
+  std::vector<float> x, w1, h1, w2, h2, w3, logits, g3, dw3, dh2, g2, dw2, dh1, g1, dw1;
+
+  MlpGemms() {
+    auto buf = [](size_t n) {
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
+      return v;
+    };
+    x = buf(B * D0), w1 = buf(D0 * D1), h1 = buf(B * D1), w2 = buf(D1 * D2), h2 = buf(B * D2), w3 = buf(D2 * D3);
+    logits = buf(B * D3), g3 = buf(B * D3), dw3 = buf(D2 * D3), dh2 = buf(B * D2), g2 = buf(B * D2);
+    dw2 = buf(D1 * D2), dh1 = buf(B * D1), g1 = buf(B * D1), dw1 = buf(D0 * D1);
+  }
+  static void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                   int ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+                ldb, 0.0f, c, ldc);
+  }
+  void forward() {
+    gemm(false, false, B, D1, D0, x.data(), D0, w1.data(), D1, h1.data(), D1);
+    gemm(false, false, B, D2, D1, h1.data(), D1, w2.data(), D2, h2.data(), D2);
+    gemm(false, false, B, D3, D2, h2.data(), D2, w3.data(), D3, logits.data(), D3);
+  }
+  void backward() {
+    gemm(true, false, D2, D3, B, h2.data(), D2, g3.data(), D3, dw3.data(), D3);  // dw3 = h2.t() @ g3
+    gemm(false, true, B, D2, D3, g3.data(), D3, w3.data(), D3, dh2.data(), D2);  // dh2 = g3 @ w3.t()
+    gemm(true, false, D1, D2, B, h1.data(), D1, g2.data(), D2, dw2.data(), D2);  // dw2 = h1.t() @ g2
+    gemm(false, true, B, D1, D2, g2.data(), D2, w2.data(), D2, dh1.data(), D1);  // dh1 = g2 @ w2.t()
+    gemm(true, false, D0, D1, B, x.data(), D0, g1.data(), D1, dw1.data(), D1);   // dw1 = x.t() @ g1
+  }
+  static double forward_flops() { return 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3); }
+  static double backward_flops() { return forward_flops() + 2.0 * B * (D1 * D2 + D2 * D3); }
+};
+
+void bench_mlp(const Config& cfg) {
+  const std::string section = "mlp", size = "b128 784-256-128-10";
+  const std::vector<std::string> names = {"mlp fwd no-grad", "mlp fwd record", "mlp fwd+bwd", "mlp step (sgd)",
+                                          "mlp (fwd+bwd)/fwd"};
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return selected(cfg, section, n); })) return;
+  Mlp net;
+  MlpGemms blas;
+  {
+    // A step that produced no gradient would make the timings meaningless.
+    Tensor loss = net.loss();
+    loss.backward();
+    for (Tensor* p : net.params())
+      if (!p->grad().defined() || !std::isfinite(p->grad().abs().sum().item<double>()))
+        std::printf("# WARNING: mlp: a parameter got no finite gradient\n");
+    net.sgd(0.0);
+  }
+  std::vector<Fn> fns = {
+      [&] {
+        NoGradGuard g;
+        net.loss();
+      },
+      [&] { net.loss(); },
+      [&] { net.loss().backward(); },
+      [&] {
+        net.loss().backward();
+        net.sgd(1e-3);
+      },
+      [&] { blas.forward(); },
+      [&] {
+        blas.forward();
+        blas.backward();
+      },
+  };
+  std::vector<double> t = time_all(fns, 1.0 * cfg.scale);
+  const double f_fwd = MlpGemms::forward_flops(), f_all = f_fwd + MlpGemms::backward_flops();
+  const double t_fwd_blas = t[4], t_all_blas = t[5];
+  const std::string thr = std::to_string(cfg.threads);
+  auto gemm_line = [&](const std::string& name, double time, double flops, double ceiling) {
+    if (!selected(cfg, section, name)) return;
+    print_line(thr, name, size, fmt_time(time), fmt_value(flops / time * 1e-9, "GFLOP/s"),
+               fmt_value(flops / ceiling * 1e-9, "GFLOP/s cblas"), fmt_ratio(ceiling / time));
+  };
+  gemm_line(names[0], t[0], f_fwd, t_fwd_blas);
+  gemm_line(names[1], t[1], f_fwd, t_fwd_blas);
+  gemm_line(names[2], t[2], f_all, t_all_blas);
+  gemm_line(names[3], t[3], f_all, t_all_blas);
+  // What the GEMMs alone give for the same ratio is this net's ideal: the
+  // backward runs 5 GEMMs, not 6 (the first layer's input gradient is not needed).
+  if (selected(cfg, section, names[4]))
+    print_line(thr, names[4], size, "-", fmt_value(t[2] / t[0], "x"), fmt_value(t_all_blas / t_fwd_blas, "x cblas"),
+               fmt_ratio((t[2] / t[0]) / (t_all_blas / t_fwd_blas)));
+}
+
+// 3. A reduction- and softmax-heavy graph: (softmax(x, 1) * w).sum() with x
+// (256, 1024) and w (1024) broadcast over the rows, both leaves.
+void bench_softmax(const Config& cfg) {
+  const std::string section = "softmax", size = "256x1024";
+  const char *nograd = "softmax fwd no-grad", *record = "softmax fwd record", *both = "softmax fwd+bwd";
+  if (!selected(cfg, section, nograd) && !selected(cfg, section, record) && !selected(cfg, section, both)) return;
+  Tensor x = randn({256, 1024}).requires_grad_(), w = randn({1024}).requires_grad_();
+  auto f = [&] { return (x.softmax(1) * w).sum(); };
+  std::vector<Fn> fns = {
+      [&] {
+        NoGradGuard g;
+        f();
+      },
+      [&] { f(); },
+      [&] {
+        x.mutable_grad() = Tensor();
+        w.mutable_grad() = Tensor();
+        f().backward();
+      },
+  };
+  std::vector<double> t = time_all(fns, 0.5 * cfg.scale);
+  const double bwd = t[2] - t[1];
+  const std::string thr = std::to_string(cfg.threads);
+  if (selected(cfg, section, nograd)) print_line(thr, nograd, size, fmt_time(t[0]), "-", "-", "-");
+  if (selected(cfg, section, record))
+    print_line(thr, record, size, fmt_time(t[1]), fmt_time(t[1]) + " fwd", fmt_time(t[0]) + " no-grad",
+               fmt_ratio(t[1] / t[0]));
+  if (selected(cfg, section, both))
+    print_line(thr, both, size, fmt_time(t[2]), fmt_time(bwd) + " bwd", fmt_time(t[1]) + " fwd", fmt_ratio(bwd / t[1]));
+}
+
+void run_pass(Config cfg, int threads) {
+  cfg.threads = threads;
+  cpu::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  // GEMMs last: OpenBLAS's threads keep spinning a while after a call and
+  // would steal a core from the cases that follow.
+  bench_chain(cfg);
+  bench_softmax(cfg);
+  bench_mlp(cfg);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      cfg.quick = true;
+      cfg.scale = 0.25;
+    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+      cfg.filter = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTR]\n", argv[0]);
+      return 2;
+    }
+  }
+  const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  try {
+    manual_seed(0);
+    std::printf("# bench_autograd: Tandem %s, %s; %d hardware threads%s\n", version(), openblas_get_config(), all,
+                cfg.quick ? "; --quick" : "");
+    std::printf(
+        "# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured\n");
+    std::printf("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,\n");
+    std::printf("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the cblas ceiling\n");
+    std::printf("# (the same GEMMs called directly: 3 forward; 3 + 5 with backward); (fwd+bwd)/fwd: Tandem's over\n");
+    std::printf("# the GEMMs' own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)\n");
+    print_header();
+    run_pass(cfg, 1);
+    if (all > 1) run_pass(cfg, all);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_autograd: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,379 @@
+#!/usr/bin/python3
+"""The cases of bench_autograd run in PyTorch, printed in the same table, so that Tandem's autograd and torch's can
+be compared side by side. torch is a peer for benchmarking only, never a build dependency.
+
+Run it with Debian's /usr/bin/python3 (the one with python3-torch):
+    /usr/bin/python3 bench/peer_autograd_torch.py [--quick] [--filter SUBSTR] [--compare TANDEM_TABLE]
+--compare reads bench_autograd's output and prints a third table: time of Tandem / time of torch per case, and
+each program's own ratio column side by side.
+
+References here, as in bench_autograd: the same forward under torch.no_grad(), and cblas_sgemm called through
+ctypes on buffers of the MLP's sizes (the OpenBLAS that torch itself calls; ctypes adds about a microsecond per
+call, under 2% of the GEMMs' time at these sizes).
+"""
+import argparse
+import ctypes
+import ctypes.util
+import math
+import os
+import re
+import statistics
+import time
+
+import torch
+
+SAMPLE_SECONDS = 1e-3  # a sample batches calls until it lasts this long
+MIN_SAMPLES, MAX_SAMPLES = 5, 2000
+
+
+class Sampler:
+    """Samples of one callable; its first call warms up, its second sizes the batch."""
+
+    def __init__(self, f):
+        self.f = f
+        f()
+        t0 = time.perf_counter()
+        f()
+        self.batch = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-9)))
+        self.samples = []
+
+    def sample(self):
+        t0 = time.perf_counter()
+        for _ in range(self.batch):
+            self.f()
+        self.samples.append((time.perf_counter() - t0) / self.batch)
+
+    def enough(self, start, budget):
+        n = len(self.samples)
+        return n >= MIN_SAMPLES and (n >= MAX_SAMPLES or time.perf_counter() - start >= budget)
+
+
+def time_all(fns, budget):
+    """Median seconds per call of each callable, their samples interleaved so that a change in the machine's load
+    touches all of them alike."""
+    s = [Sampler(f) for f in fns]
+    start = time.perf_counter()
+    while not all(x.enough(start, budget) for x in s):
+        for x in s:
+            x.sample()
+    return [statistics.median(x.samples) for x in s]
+
+
+# ---------------------------------------------------------------- OpenBLAS through ctypes
+
+_blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+_int, _ptr = ctypes.c_int, ctypes.c_void_p
+_blas.cblas_sgemm.argtypes = [_int, _int, _int, _int, _int, _int, ctypes.c_float, _ptr, _int, _ptr, _int,
+                              ctypes.c_float, _ptr, _int]
+_blas.cblas_sgemm.restype = None
+_blas.openblas_get_config.restype = ctypes.c_char_p
+
+
+def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
+    _blas.cblas_sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0, a, lda, b, ldb,
+                      0.0, c, ldc)
+
+
+# ---------------------------------------------------------------- table (the format of bench_autograd.cpp)
+
+def fmt_time(s):
+    if s < 1e-6:
+        return f"{s * 1e9:.1f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.3f} s"
+
+
+def fmt_value(v, unit):
+    return (f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}") + " " + unit
+
+
+def print_line(thr, name, size, t, figure, reference, ratio):
+    print(f"{thr:<4}  {name:<20}  {size:<20}  {t:>10}  {figure:>16}  {reference:>24}  {ratio:>6}", flush=True)
+
+
+CHAIN_OPS = 64
+B, D0, D1, D2, D3 = 128, 784, 256, 128, 10
+
+
+def chain(y):
+    for i in range(CHAIN_OPS):
+        y = y * 0.9 if i % 3 == 0 else y + 0.1 if i % 3 == 1 else y.tanh()
+    return y
+
+
+class Mlp:
+    """784-256-128-10 with relu, batch 128; weights (in, out) used as x.mm(w) + b, leaves that require grad."""
+
+    def __init__(self):
+        def weight(i, o):
+            return (torch.randn(i, o) * math.sqrt(2.0 / i)).requires_grad_()
+
+        self.w1, self.w2, self.w3 = weight(D0, D1), weight(D1, D2), weight(D2, D3)
+        self.b1, self.b2, self.b3 = (torch.zeros(d).requires_grad_() for d in (D1, D2, D3))
+        self.x = torch.randn(B, D0)
+        self.labels = torch.randint(0, D3, (B,))
+        self.params = [self.w1, self.b1, self.w2, self.b2, self.w3, self.b3]
+
+    def loss(self):
+        h1 = (self.x.mm(self.w1) + self.b1).relu()
+        h2 = (h1.mm(self.w2) + self.b2).relu()
+        logits = h2.mm(self.w3) + self.b3
+        return -logits.log_softmax(1).gather(1, self.labels.unsqueeze(1)).mean()
+
+    def sgd(self, lr):
+        with torch.no_grad():
+            for p in self.params:
+                p.add_(p.grad, alpha=-lr)
+                p.grad.zero_()
+
+
+class MlpGemms:
+    """The MLP's GEMMs called directly: 3 forward, 5 backward (every weight gradient, the input gradients of layers
+    2 and 3), row-major, with the transpose flags of the mm backward."""
+
+    def __init__(self):
+        def buf(*shape):
+            return torch.randn(*shape) * 0.01
+
+        self.b = {k: buf(*s) for k, s in dict(x=(B, D0), w1=(D0, D1), h1=(B, D1), w2=(D1, D2), h2=(B, D2),
+                                                 w3=(D2, D3), logits=(B, D3), g3=(B, D3), dw3=(D2, D3),
+                                                 dh2=(B, D2), g2=(B, D2), dw2=(D1, D2), dh1=(B, D1), g1=(B, D1),
+                                                 dw1=(D0, D1)).items()}
+        self.p = {k: v.data_ptr() for k, v in self.b.items()}
+
+    def forward(self):
+        p = self.p
+        gemm(False, False, B, D1, D0, p["x"], D0, p["w1"], D1, p["h1"], D1)
+        gemm(False, False, B, D2, D1, p["h1"], D1, p["w2"], D2, p["h2"], D2)
+        gemm(False, False, B, D3, D2, p["h2"], D2, p["w3"], D3, p["logits"], D3)
+
+    def backward(self):
+        p = self.p
+        gemm(True, False, D2, D3, B, p["h2"], D2, p["g3"], D3, p["dw3"], D3)
+        gemm(False, True, B, D2, D3, p["g3"], D3, p["w3"], D3, p["dh2"], D2)
+        gemm(True, False, D1, D2, B, p["h1"], D1, p["g2"], D2, p["dw2"], D2)
+        gemm(False, True, B, D1, D2, p["g2"], D2, p["w2"], D2, p["dh1"], D1)
+        gemm(True, False, D0, D1, B, p["x"], D0, p["g1"], D1, p["dw1"], D1)
+
+    @staticmethod
+    def forward_flops():
+        return 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3)
+
+    @staticmethod
+    def backward_flops():
+        return MlpGemms.forward_flops() + 2.0 * B * (D1 * D2 + D2 * D3)
+
+
+class Bench:
+    def __init__(self, quick, filt):
+        self.quick, self.filter = quick, filt
+        self.scale = 0.25 if quick else 1.0
+        self.threads = 1
+        self.rows = {}  # (thr, case, size) -> (seconds or None, ratio), for --compare
+
+    def selected(self, section, name):
+        return not self.filter or self.filter in section or self.filter in name
+
+    def emit(self, section, name, size, t, figure, reference, ratio):
+        if not self.selected(section, name):
+            return
+        self.rows[(str(self.threads), name, size)] = (t, ratio)
+        print_line(str(self.threads), name, size, "-" if t is None else fmt_time(t), figure, reference, ratio)
+
+    # ------------------------------------------------------------ cases
+
+    def chain(self):
+        s, size = "chain", f"{CHAIN_OPS} ops x 16"
+        names = ("chain fwd no-grad", "chain fwd record", "chain fwd+bwd")
+        if not any(self.selected(s, n) for n in names):
+            return
+        x, seed = torch.randn(16, requires_grad=True), torch.ones(16)
+
+        def nograd():
+            with torch.no_grad():
+                chain(x)
+
+        def both():
+            x.grad = None
+            chain(x).backward(seed)
+
+        t = time_all([nograd, lambda: chain(x), both], 0.3 * self.scale)
+        n, bwd = CHAIN_OPS, t[2] - t[1]
+        self.emit(s, names[0], size, t[0], fmt_value(t[0] / n * 1e6, "us/op"), "-", "-")
+        self.emit(s, names[1], size, t[1], fmt_value(t[1] / n * 1e6, "us/op"),
+                  fmt_value(t[0] / n * 1e6, "us/op no-grad"), f"{t[1] / t[0]:.2f}")
+        self.emit(s, names[2], size, t[2], fmt_value(bwd / n * 1e6, "us/op bwd"),
+                  fmt_value(t[1] / n * 1e6, "us/op fwd"), f"{bwd / t[1]:.2f}")
+
+    def softmax(self):
+        s, size = "softmax", "256x1024"
+        names = ("softmax fwd no-grad", "softmax fwd record", "softmax fwd+bwd")
+        if not any(self.selected(s, n) for n in names):
+            return
+        x, w = torch.randn(256, 1024, requires_grad=True), torch.randn(1024, requires_grad=True)
+
+        def f():
+            return (x.softmax(1) * w).sum()
+
+        def nograd():
+            with torch.no_grad():
+                f()
+
+        def both():
+            x.grad = None
+            w.grad = None
+            f().backward()
+
+        t = time_all([nograd, f, both], 0.5 * self.scale)
+        bwd = t[2] - t[1]
+        self.emit(s, names[0], size, t[0], "-", "-", "-")
+        self.emit(s, names[1], size, t[1], fmt_time(t[1]) + " fwd", fmt_time(t[0]) + " no-grad", f"{t[1] / t[0]:.2f}")
+        self.emit(s, names[2], size, t[2], fmt_time(bwd) + " bwd", fmt_time(t[1]) + " fwd", f"{bwd / t[1]:.2f}")
+
+    def mlp(self):
+        s, size = "mlp", "b128 784-256-128-10"
+        names = ("mlp fwd no-grad", "mlp fwd record", "mlp fwd+bwd", "mlp step (sgd)", "mlp (fwd+bwd)/fwd")
+        if not any(self.selected(s, n) for n in names):
+            return
+        net, blas = Mlp(), MlpGemms()
+        net.loss().backward()
+        if any(p.grad is None or not torch.isfinite(p.grad).all() for p in net.params):
+            print("# WARNING: mlp: a parameter got no finite gradient")
+        net.sgd(0.0)
+
+        def nograd():
+            with torch.no_grad():
+                net.loss()
+
+        def step():
+            net.loss().backward()
+            net.sgd(1e-3)
+
+        def blas_all():
+            blas.forward()
+            blas.backward()
+
+        t = time_all([nograd, net.loss, lambda: net.loss().backward(), step, blas.forward, blas_all],
+                     1.0 * self.scale)
+        f_fwd = MlpGemms.forward_flops()
+        f_all = f_fwd + MlpGemms.backward_flops()
+
+        def gemm_line(name, tm, flops, ceiling):
+            self.emit(s, name, size, tm, fmt_value(flops / tm * 1e-9, "GFLOP/s"),
+                      fmt_value(flops / ceiling * 1e-9, "GFLOP/s cblas"), f"{ceiling / tm:.2f}")
+
+        gemm_line(names[0], t[0], f_fwd, t[4])
+        gemm_line(names[1], t[1], f_fwd, t[4])
+        gemm_line(names[2], t[2], f_all, t[5])
+        gemm_line(names[3], t[3], f_all, t[5])
+        self.emit(s, names[4], size, None, fmt_value(t[2] / t[0], "x"), fmt_value(t[5] / t[4], "x cblas"),
+                  f"{(t[2] / t[0]) / (t[5] / t[4]):.2f}")
+
+    def run_pass(self, threads):
+        self.threads = threads
+        torch.set_num_threads(threads)
+        _blas.openblas_set_num_threads(threads)
+        # The order of bench_autograd: OpenBLAS's threads spin a while after a call, so GEMMs go last.
+        self.chain()
+        self.softmax()
+        self.mlp()
+
+
+# ---------------------------------------------------------------- comparison with bench_autograd's table
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def read_table(path):
+    """{(thr, case, size): (seconds or None, ratio)} from a table in the format above."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            fields = re.split(r"\s{2,}", line.strip())
+            if line.startswith("#") or len(fields) != 7 or fields[0] == "thr":
+                continue
+            t = None
+            if fields[3] != "-":
+                value, unit = fields[3].split()
+                t = float(value) * UNITS[unit]
+            rows[(fields[0], fields[1], fields[2])] = (t, fields[6])
+    return rows
+
+
+def parts(rows):
+    """{(thr, section, size): (record part, backward part)} in seconds per call: differences of the medians of the
+    chain and softmax lines. torch runs both parts in C++ (the Python front end's cost is the same with and without
+    recording, so it cancels), which makes them the fair comparison of the two engines."""
+    out = {}
+    for (thr, case, size), (t, _) in rows.items():
+        section = case.split()[0]
+        if case != f"{section} fwd no-grad":
+            continue
+        rec, both = rows.get((thr, f"{section} fwd record", size)), rows.get((thr, f"{section} fwd+bwd", size))
+        if rec and both:
+            out[(thr, section, size)] = (rec[0] - t, both[0] - rec[0])
+    return out
+
+
+def print_comparison(tandem_rows, torch_rows):
+    print("# time of Tandem / time of torch for the same case (below 1: Tandem faster), and each program's own ratio")
+    print("# column (record / no-grad, backward / forward, fraction of the cblas ceiling, as in the tables above)")
+    print(f"{'thr':<4}  {'case':<20}  {'size':<20}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}  "
+          f"{'ratio tandem':>12}  {'ratio torch':>11}")
+    for key, (t, ratio) in tandem_rows.items():
+        if key not in torch_rows:
+            continue
+        p, p_ratio = torch_rows[key]
+        times = (fmt_time(t), fmt_time(p), f"{t / p:.2f}") if t is not None and p is not None else ("-", "-", "-")
+        print(f"{key[0]:<4}  {key[1]:<20}  {key[2]:<20}  {times[0]:>10}  {times[1]:>10}  {times[2]:>12}  "
+              f"{ratio:>12}  {p_ratio:>11}")
+    tandem_parts, torch_parts = parts(tandem_rows), parts(torch_rows)
+    print()
+    print("# the parts, per call: recording = fwd record - fwd no-grad, backward = fwd+bwd - fwd record (differences")
+    print("# of the medians above). torch runs both in C++, so these compare the two engines without Python's front")
+    print("# end; the chain's parts are also given per op. '-': the difference is not positive (within the noise)")
+    print(f"{'thr':<4}  {'part':<20}  {'size':<20}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}  "
+          f"{'tandem/op':>12}  {'torch/op':>11}")
+    for key, (rec, bwd) in tandem_parts.items():
+        if key not in torch_parts:
+            continue
+        p_rec, p_bwd = torch_parts[key]
+        for name, a, b in (("recording", rec, p_rec), ("backward", bwd, p_bwd)):
+            per_op = (fmt_time(a / CHAIN_OPS), fmt_time(b / CHAIN_OPS)) if key[1] == "chain" else ("-", "-")
+            ratio = f"{a / b:.2f}" if a > 0 and b > 0 else "-"
+            print(f"{key[0]:<4}  {key[1] + ' ' + name:<20}  {key[2]:<20}  {fmt_time(a) if a > 0 else '-':>10}  "
+                  f"{fmt_time(b) if b > 0 else '-':>10}  {ratio:>12}  {per_op[0]:>12}  {per_op[1]:>11}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="shorter timings (a smoke run)")
+    p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
+    p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_autograd's output: print Tandem/torch ratios")
+    args = p.parse_args()
+
+    torch.manual_seed(0)
+    threads_all = os.cpu_count() or 1
+    print(f"# peer_autograd_torch: torch {torch.__version__}, OpenBLAS {_blas.openblas_get_config().decode()}; "
+          f"{threads_all} hardware threads{'; --quick' if args.quick else ''}")
+    print("# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured")
+    print("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,")
+    print("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the cblas ceiling")
+    print("# (the same GEMMs called directly: 3 forward; 3 + 5 with backward); (fwd+bwd)/fwd: torch's over")
+    print("# the GEMMs' own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)")
+    print_line("thr", "case", "size", "time", "figure", "reference", "ratio")
+    bench = Bench(args.quick, args.filter)
+    bench.run_pass(1)
+    if threads_all > 1:
+        bench.run_pass(threads_all)
+    if args.compare:
+        print()
+        print_comparison(read_table(args.compare), bench.rows)
+
+
+if __name__ == "__main__":
+    main()
