@@ -173,7 +173,8 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
     }
     bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
     if (n->op == GradOp::AccumulateGrad) {
-      if (capture.empty() && any) accumulate_grad(n->variable.mutable_grad(), fit(std::move(grads[0]), *n, 0));
+      if (auto leaf = n->variable.lock(); leaf && capture.empty() && any)
+        accumulate_grad(Tensor(leaf).mutable_grad(), fit(std::move(grads[0]), *n, 0));
       continue;
     }
     if (!capture.empty() && !needed[n]) {

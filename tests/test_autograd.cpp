@@ -365,6 +365,19 @@ DEVICE_TEST_CASE("memory: no_grad keeps nothing, and a training loop stays flat"
     Tensor y = chain();
     without_graph = cuda::memory_allocated(index) - base;
   }
+  // Graphs that could hold themselves alive are freed with their tensors:
+  // an in-place op whose argument is its target, and backward with
+  // create_graph (leaf -> .grad() with history -> graph -> leaf).
+  {
+    Tensor y = x * 1.0;
+    y.mul_(y);
+    Tensor z = x * 1.0;
+    z.mul_(z.t());
+    Tensor leaf_p = randn({64}, o).requires_grad_();
+    (leaf_p * leaf_p * leaf_p).sum().backward(Tensor(), std::nullopt, /*create_graph=*/true);
+    REQUIRE(leaf_p.grad().requires_grad());
+  }
+  REQUIRE(cuda::memory_allocated(index) == base);
   const size_t one = 256 * 256 * 4;
   REQUIRE(without_graph == one);   // only the result
   REQUIRE(with_graph >= 9 * one);  // the result and the 8 saved inputs of sin

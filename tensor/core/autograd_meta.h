@@ -111,8 +111,11 @@ struct InputMeta {
 
 // A tensor kept for backward, with the version of its storage at saving
 // time: a changed version at unpack time means an in-place op overwrote it.
-// An op's own output is kept as an alias without autograd metadata (the
-// output holds the node, so a full handle would be a reference cycle).
+// It keeps the data as an alias without autograd metadata, and its history
+// apart, as PyTorch's SavedVariable: the grad_fn of a computed input, a weak
+// reference to a leaf, nothing for the op's own output (the node itself).
+// A full handle would make cycles: the output holds the node; a leaf's
+// .grad() made with create_graph holds the graph that saved the leaf.
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -124,14 +127,15 @@ class SavedTensor {
   bool defined() const { return defined_; }
 
  private:
-  Tensor data_;
+  Tensor data_;                     // no autograd metadata
+  std::shared_ptr<Node> grad_fn_;   // a computed input's grad_fn when saved
+  std::weak_ptr<TensorImpl> leaf_;  // a leaf input that requires grad
   uint64_t version_ = 0;
+  uint32_t output_nr_ = 0;
   bool defined_ = false;
   bool is_output_ = false;
-  bool requires_grad_ = false;  // outputs: rebuild grad_fn on unpack (for create_graph)
+  bool requires_grad_ = false;
   bool released_ = false;
-  uint32_t output_nr_ = 0;
-  std::string producer_;  // "output 0 of ExpBackward0", "a leaf", for the error message
 };
 
 class Node : public std::enable_shared_from_this<Node> {
@@ -146,7 +150,11 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<int64_t> ints;  // dims, sizes, flags: each rule documents its layout
   std::vector<Scalar> scalars;
   std::string str;
-  Tensor variable;  // AccumulateGrad: the leaf
+  // AccumulateGrad: the leaf, held weakly. A strong handle would close a
+  // cycle (leaf -> .grad() with history -> its graph -> accumulator -> leaf)
+  // after backward(create_graph=true), which PyTorch only warns about; and a
+  // gradient for a leaf nobody holds any more could never be read anyway.
+  std::weak_ptr<TensorImpl> variable;
   // Outputs whose gradient is kept in their .grad() (retain_grad()).
   std::vector<std::weak_ptr<TensorImpl>> retained;
 

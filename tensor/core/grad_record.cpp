@@ -112,18 +112,18 @@ std::string describe(const Tensor& t) {
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) : defined_(t.defined()), is_output_(is_output) {
   if (!defined_) return;
   version_ = t.storage()->version();
-  // An output is saved before the node is attached to it (and every output
-  // of a recording op requires grad): it is output 0 of the owner.
-  requires_grad_ = is_output || t.requires_grad();
-  output_nr_ = is_output ? 0 : t.output_nr();
-  data_ = is_output ? alias_without_history(t) : t;
+  data_ = alias_without_history(t);
   if (is_output) {
-    producer_ = "an output of the node that saved it";
-  } else if (const auto& fn = t.grad_fn()) {
-    producer_ = detail::str_cat("output ", output_nr_, " of ", fn->name());
-  } else {
-    producer_ = "a leaf";
+    // Saved before the node is attached to it; every output of a recording
+    // op requires grad, as output 0 of the node.
+    requires_grad_ = true;
+    return;
   }
+  requires_grad_ = t.requires_grad();
+  if (!requires_grad_) return;
+  grad_fn_ = t.grad_fn();
+  output_nr_ = t.output_nr();
+  if (!grad_fn_) leaf_ = t.shared_impl();
 }
 
 Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
@@ -134,19 +134,27 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
                ".backward() or autograd::grad(). Specify retain_graph=true if you need to backward through the graph "
                "a second time or if you need to access saved tensors after calling backward.");
   uint64_t now = data_.storage()->version();
-  TANDEM_CHECK(now == version_, ValueError,
-               "one of the variables needed for gradient computation has been modified by an inplace operation: ",
-               describe(data_), ", which is ",
-               is_output_ ? detail::str_cat("output ", output_nr_, " of ", owner->name()) : producer_,
-               ", is at version ", now, "; expected version ", version_, " instead. ", owner->name(),
-               " saved it for the backward pass: clone the tensor before changing it in place, or use the "
-               "out-of-place op");
-  if (!is_output_ || !requires_grad_) return data_;
-  // An output used by its own node's rule: when the rule itself is recorded
-  // (create_graph), gradient must flow back through the node.
+  if (now != version_) [[unlikely]] {
+    std::string which = is_output_       ? detail::str_cat("output ", output_nr_, " of ", owner->name())
+                        : grad_fn_       ? detail::str_cat("output ", output_nr_, " of ", grad_fn_->name())
+                        : requires_grad_ ? std::string("a leaf")
+                                         : std::string("a tensor that does not require grad");
+    throw ValueError(detail::str_cat(
+        "one of the variables needed for gradient computation has been modified by an inplace operation: ",
+        describe(data_), ", which is ", which, ", is at version ", now, "; expected version ", version_, " instead. ",
+        owner->name(),
+        " saved it for the backward pass: clone the tensor before changing it in place, or use the out-of-place "
+        "op"));
+  }
+  // Without create_graph the rule only needs the values.
+  if (!requires_grad_ || !GradMode::is_enabled()) return data_;
+  if (leaf_.expired() && !grad_fn_ && !is_output_) return data_;  // a leaf nobody holds: no gradient to keep
+  if (!grad_fn_ && !is_output_) return Tensor(leaf_.lock());
+  // A computed input, or an output of the owner itself: an alias that
+  // continues that history, so that the rule's own ops are differentiable.
   Tensor t = alias_without_history(data_);
   AutogradMeta& m = meta_of(t);
-  m.grad_fn = owner;
+  m.grad_fn = is_output_ ? owner : grad_fn_;
   m.output_nr = output_nr_;
   return t;
 }
@@ -154,6 +162,7 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner) const {
 void SavedTensor::release() {
   if (!defined_) return;
   data_ = Tensor();
+  grad_fn_.reset();
   released_ = true;
 }
 
@@ -226,7 +235,7 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<Node>(GradOp::AccumulateGrad);
-    acc->variable = t;
+    acc->variable = t.shared_impl();
     acc->inputs.push_back(input_meta(t));
     m->grad_accumulator = acc;
   }
