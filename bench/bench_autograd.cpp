@@ -1,8 +1,11 @@
-// bench_autograd: CPU timings of Tandem's autograd, each beside a reference measured in the same run: the same
-// forward without recording (the graph's bookkeeping), and the GEMMs of an MLP called directly through cblas (its
-// ceiling). bench/peer_autograd_torch.py prints the same table for PyTorch.
-// Usage: bench_autograd [--quick] [--filter SUBSTR]
+// bench_autograd: timings of Tandem's autograd on the CPU or a GPU, each beside a reference measured in the same
+// run: the same forward without recording (the graph's bookkeeping), and the GEMMs of an MLP without the graph (its
+// ceiling: cblas called directly on the CPU, Tandem's own mm on a GPU). bench/peer_autograd_torch.py prints the same
+// table for PyTorch.
+// Usage: bench_autograd [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]
+#if BENCH_HAVE_CBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -11,12 +14,14 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
+#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
@@ -32,30 +37,42 @@ constexpr size_t kMinSamples = 5, kMaxSamples = 2000;
 struct Config {
   bool quick = false;
   std::string filter;
-  double scale = 1;  // of each section's sampling budget (--quick: 1/4)
-  int threads = 1;   // threads of the current pass, for Tandem, OpenBLAS and the ceilings
+  Device device = kCPU;  // where every tensor of the cases lives (resolved: cuda has its index)
+  double scale = 1;      // of each section's sampling budget (--quick: 1/4)
+  int threads = 1;       // threads of the current pass, for Tandem, OpenBLAS and the ceilings
 };
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 using Fn = std::function<void()>;
 
+// A GPU runs a launch after the call that queued it returned: a timed batch
+// ends when the device has finished its work, not when the host has queued it.
+void wait_for(Device device) {
+  if (device.is_cuda()) cuda::synchronize(device.index());
+}
+
 // Samples of one callable: its first call warms up (page faults, BLAS
-// buffers, the first gradients), its second sizes the batch.
+// buffers, the caching allocator, the first gradients), its second sizes
+// the batch.
 struct Sampler {
   const Fn& f;
+  Device device;
   int64_t batch = 1;
   std::vector<double> samples;
 
-  explicit Sampler(const Fn& fn) : f(fn) {
+  Sampler(const Fn& fn, Device dev) : f(fn), device(dev) {
     f();
+    wait_for(device);
     auto t0 = Clock::now();
     f();
+    wait_for(device);
     batch = std::max<int64_t>(1, static_cast<int64_t>(kSampleSeconds / std::max(seconds_since(t0), 1e-9)));
   }
   void sample() {
     auto t0 = Clock::now();
     for (int64_t i = 0; i < batch; ++i) f();
+    wait_for(device);
     samples.push_back(seconds_since(t0) / static_cast<double>(batch));
   }
   bool enough(Clock::time_point start, double budget_s) const {
@@ -70,10 +87,10 @@ struct Sampler {
 
 // Median seconds per call of each callable, their samples interleaved so that
 // a change in the machine's load touches all of them alike.
-std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s) {
+std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
   std::vector<Sampler> s;
   s.reserve(fns.size());
-  for (const Fn& f : fns) s.emplace_back(f);
+  for (const Fn& f : fns) s.emplace_back(f, device);
   auto done = [&](Clock::time_point start) {
     return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
   };
@@ -142,7 +159,7 @@ void bench_chain(const Config& cfg) {
   const std::string section = "chain", size = std::to_string(kChainOps) + " ops x 16";
   const char *nograd = "chain fwd no-grad", *record = "chain fwd record", *both = "chain fwd+bwd";
   if (!selected(cfg, section, nograd) && !selected(cfg, section, record) && !selected(cfg, section, both)) return;
-  Tensor x = randn({16}).requires_grad_(), seed = ones({16});
+  Tensor x = randn({16}).to(cfg.device).requires_grad_(), seed = ones({16}).to(cfg.device);
   std::vector<Fn> fns = {
       [&] {
         NoGradGuard g;
@@ -154,7 +171,7 @@ void bench_chain(const Config& cfg) {
         chain(x).backward(seed);
       },
   };
-  std::vector<double> t = time_all(fns, 0.3 * cfg.scale);
+  std::vector<double> t = time_all(fns, 0.3 * cfg.scale, cfg.device);
   const double n = kChainOps, bwd = t[2] - t[1];
   const std::string thr = std::to_string(cfg.threads);
   if (selected(cfg, section, nograd))
@@ -168,19 +185,22 @@ void bench_chain(const Config& cfg) {
 }
 
 // 2. An MLP training step, 784-256-128-10 with relu, batch 128, against the
-// GEMMs it runs called directly through cblas on buffers of the same sizes.
+// GEMMs it runs without the graph, on operands of the same sizes.
 struct Mlp {
   static constexpr int B = 128, D0 = 784, D1 = 256, D2 = 128, D3 = 10;
   // Weights (in, out), used as x.mm(w) + b; leaves that require grad.
   Tensor w1, b1, w2, b2, w3, b3;
   Tensor x, labels;  // x: (B, D0); labels: (B) int64 in [0, D3)
 
-  Mlp() {
-    auto weight = [](int64_t in, int64_t out) { return (randn({in, out}) * std::sqrt(2.0 / in)).requires_grad_(); };
+  explicit Mlp(Device device) {
+    auto weight = [&](int64_t in, int64_t out) {
+      return (randn({in, out}) * std::sqrt(2.0 / in)).to(device).requires_grad_();
+    };
+    auto bias = [&](int64_t n) { return zeros({n}, TensorOptions().device(device)).requires_grad_(); };
     w1 = weight(D0, D1), w2 = weight(D1, D2), w3 = weight(D2, D3);
-    b1 = zeros({D1}).requires_grad_(), b2 = zeros({D2}).requires_grad_(), b3 = zeros({D3}).requires_grad_();
-    x = randn({B, D0});
-    labels = randint(D3, {B});
+    b1 = bias(D1), b2 = bias(D2), b3 = bias(D3);
+    x = randn({B, D0}).to(device);
+    labels = randint(D3, {B}).to(device);
   }
   std::vector<Tensor*> params() { return {&w1, &b1, &w2, &b2, &w3, &b3}; }
 
@@ -201,8 +221,17 @@ struct Mlp {
 };
 
 // The GEMMs of Mlp's forward (3) and backward (5: every weight gradient, and
-// the input gradients of layers 2 and 3; x needs none), row-major, on
-// preallocated buffers with the transpose flags the mm rule passes.
+// the input gradients of layers 2 and 3; x needs none).
+constexpr double mlp_forward_flops() {
+  return 2.0 * Mlp::B * (Mlp::D0 * Mlp::D1 + Mlp::D1 * Mlp::D2 + Mlp::D2 * Mlp::D3);
+}
+constexpr double mlp_backward_flops() {
+  return mlp_forward_flops() + 2.0 * Mlp::B * (Mlp::D1 * Mlp::D2 + Mlp::D2 * Mlp::D3);
+}
+
+#if BENCH_HAVE_CBLAS
+// On the CPU: called directly through cblas, row-major, on preallocated
+// buffers with the transpose flags the mm rule passes.
 struct MlpGemms {
   static constexpr int B = Mlp::B, D0 = Mlp::D0, D1 = Mlp::D1, D2 = Mlp::D2, D3 = Mlp::D3;
   std::vector<float> x, w1, h1, w2, h2, w3, logits, g3, dw3, dh2, g2, dw2, dh1, g1, dw1;
@@ -234,17 +263,70 @@ struct MlpGemms {
     gemm(false, true, B, D1, D2, g2.data(), D2, w2.data(), D2, dh1.data(), D1);  // dh1 = g2 @ w2.t()
     gemm(true, false, D0, D1, B, x.data(), D0, g1.data(), D1, dw1.data(), D1);   // dw1 = x.t() @ g1
   }
-  static double forward_flops() { return 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3); }
-  static double backward_flops() { return forward_flops() + 2.0 * B * (D1 * D2 + D2 * D3); }
 };
+#endif
+
+// Anywhere else (a GPU, or a build without OpenBLAS): Tandem's own mm on the
+// device under NoGradGuard, the products the mm rule computes, on the same
+// transposed views; each call allocates its output, as the graph's GEMMs do.
+struct MlpMm {
+  static constexpr int B = Mlp::B, D0 = Mlp::D0, D1 = Mlp::D1, D2 = Mlp::D2, D3 = Mlp::D3;
+  // Activations and the gradients at each layer's output: g3 (B, D3), g2 (B, D2), g1 (B, D1).
+  Tensor x, w1, h1, w2, h2, w3, g3, g2, g1;
+
+  explicit MlpMm(Device device) {
+    auto buf = [&](int64_t rows, int64_t cols) { return (randn({rows, cols}) * 0.01).to(device); };
+    x = buf(B, D0), w1 = buf(D0, D1), h1 = buf(B, D1), w2 = buf(D1, D2), h2 = buf(B, D2), w3 = buf(D2, D3);
+    g3 = buf(B, D3), g2 = buf(B, D2), g1 = buf(B, D1);
+  }
+  void forward() const {
+    NoGradGuard g;
+    x.mm(w1);
+    h1.mm(w2);
+    h2.mm(w3);
+  }
+  void backward() const {
+    NoGradGuard g;
+    h2.t().mm(g3);  // dw3
+    g3.mm(w3.t());  // dh2
+    h1.t().mm(g2);  // dw2
+    g2.mm(w2.t());  // dh1
+    x.t().mm(g1);   // dw1
+  }
+};
+
+// The MLP's ceiling: its GEMMs alone, the forward's 3 and a step's 3 + 5.
+struct MlpCeiling {
+  const char* name;  // "cblas" or "mm", printed beside its figures
+  Fn forward, forward_backward;
+};
+
+MlpCeiling mlp_ceiling(Device device) {
+#if BENCH_HAVE_CBLAS
+  if (device.is_cpu()) {
+    auto g = std::make_shared<MlpGemms>();
+    return {"cblas", [g] { g->forward(); },
+            [g] {
+              g->forward();
+              g->backward();
+            }};
+  }
+#endif
+  auto m = std::make_shared<MlpMm>(device);
+  return {"mm", [m] { m->forward(); },
+          [m] {
+            m->forward();
+            m->backward();
+          }};
+}
 
 void bench_mlp(const Config& cfg) {
   const std::string section = "mlp", size = "b128 784-256-128-10";
   const std::vector<std::string> names = {"mlp fwd no-grad", "mlp fwd record", "mlp fwd+bwd", "mlp step (sgd)",
                                           "mlp (fwd+bwd)/fwd"};
   if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return selected(cfg, section, n); })) return;
-  Mlp net;
-  MlpGemms blas;
+  Mlp net(cfg.device);
+  const MlpCeiling ceiling = mlp_ceiling(cfg.device);
   {
     // A step that produced no gradient would make the timings meaningless.
     Tensor loss = net.loss();
@@ -265,30 +347,30 @@ void bench_mlp(const Config& cfg) {
         net.loss().backward();
         net.sgd(1e-3);
       },
-      [&] { blas.forward(); },
-      [&] {
-        blas.forward();
-        blas.backward();
-      },
+      ceiling.forward,
+      ceiling.forward_backward,
   };
-  std::vector<double> t = time_all(fns, 1.0 * cfg.scale);
-  const double f_fwd = MlpGemms::forward_flops(), f_all = f_fwd + MlpGemms::backward_flops();
-  const double t_fwd_blas = t[4], t_all_blas = t[5];
+  std::vector<double> t = time_all(fns, 1.0 * cfg.scale, cfg.device);
+  const double f_fwd = mlp_forward_flops(), f_all = f_fwd + mlp_backward_flops();
+  const double t_fwd_ceiling = t[4], t_all_ceiling = t[5];
+  const std::string gflops_ceiling = std::string("GFLOP/s ") + ceiling.name,
+                    x_ceiling = std::string("x ") + ceiling.name;
   const std::string thr = std::to_string(cfg.threads);
-  auto gemm_line = [&](const std::string& name, double time, double flops, double ceiling) {
+  auto gemm_line = [&](const std::string& name, double time, double flops, double t_ceiling) {
     if (!selected(cfg, section, name)) return;
     print_line(thr, name, size, fmt_time(time), fmt_value(flops / time * 1e-9, "GFLOP/s"),
-               fmt_value(flops / ceiling * 1e-9, "GFLOP/s cblas"), fmt_ratio(ceiling / time));
+               fmt_value(flops / t_ceiling * 1e-9, gflops_ceiling.c_str()), fmt_ratio(t_ceiling / time));
   };
-  gemm_line(names[0], t[0], f_fwd, t_fwd_blas);
-  gemm_line(names[1], t[1], f_fwd, t_fwd_blas);
-  gemm_line(names[2], t[2], f_all, t_all_blas);
-  gemm_line(names[3], t[3], f_all, t_all_blas);
+  gemm_line(names[0], t[0], f_fwd, t_fwd_ceiling);
+  gemm_line(names[1], t[1], f_fwd, t_fwd_ceiling);
+  gemm_line(names[2], t[2], f_all, t_all_ceiling);
+  gemm_line(names[3], t[3], f_all, t_all_ceiling);
   // What the GEMMs alone give for the same ratio is this net's ideal: the
   // backward runs 5 GEMMs, not 6 (the first layer's input gradient is not needed).
   if (selected(cfg, section, names[4]))
-    print_line(thr, names[4], size, "-", fmt_value(t[2] / t[0], "x"), fmt_value(t_all_blas / t_fwd_blas, "x cblas"),
-               fmt_ratio((t[2] / t[0]) / (t_all_blas / t_fwd_blas)));
+    print_line(thr, names[4], size, "-", fmt_value(t[2] / t[0], "x"),
+               fmt_value(t_all_ceiling / t_fwd_ceiling, x_ceiling.c_str()),
+               fmt_ratio((t[2] / t[0]) / (t_all_ceiling / t_fwd_ceiling)));
 }
 
 // 3. A reduction- and softmax-heavy graph: (softmax(x, 1) * w).sum() with x
@@ -297,7 +379,7 @@ void bench_softmax(const Config& cfg) {
   const std::string section = "softmax", size = "256x1024";
   const char *nograd = "softmax fwd no-grad", *record = "softmax fwd record", *both = "softmax fwd+bwd";
   if (!selected(cfg, section, nograd) && !selected(cfg, section, record) && !selected(cfg, section, both)) return;
-  Tensor x = randn({256, 1024}).requires_grad_(), w = randn({1024}).requires_grad_();
+  Tensor x = randn({256, 1024}).to(cfg.device).requires_grad_(), w = randn({1024}).to(cfg.device).requires_grad_();
   auto f = [&] { return (x.softmax(1) * w).sum(); };
   std::vector<Fn> fns = {
       [&] {
@@ -311,7 +393,7 @@ void bench_softmax(const Config& cfg) {
         f().backward();
       },
   };
-  std::vector<double> t = time_all(fns, 0.5 * cfg.scale);
+  std::vector<double> t = time_all(fns, 0.5 * cfg.scale, cfg.device);
   const double bwd = t[2] - t[1];
   const std::string thr = std::to_string(cfg.threads);
   if (selected(cfg, section, nograd)) print_line(thr, nograd, size, fmt_time(t[0]), "-", "-", "-");
@@ -325,7 +407,9 @@ void bench_softmax(const Config& cfg) {
 void run_pass(Config cfg, int threads) {
   cfg.threads = threads;
   cpu::set_num_threads(threads);
+#if BENCH_HAVE_CBLAS
   openblas_set_num_threads(threads);
+#endif
   // GEMMs last: OpenBLAS's threads keep spinning a while after a call and
   // would steal a core from the cases that follow.
   bench_chain(cfg);
@@ -333,35 +417,64 @@ void run_pass(Config cfg, int threads) {
   bench_mlp(cfg);
 }
 
+std::string describe(Device device) {
+  if (device.is_cpu()) return "cpu";
+  return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
+}
+
+void print_preamble(const Config& cfg, int hardware_threads) {
+#if BENCH_HAVE_CBLAS
+  const std::string blas = openblas_get_config();
+#else
+  const std::string blas = "no OpenBLAS";
+#endif
+  std::printf("# bench_autograd: Tandem %s, %s; %d hardware threads; device %s%s\n", version(), blas.c_str(),
+              hardware_threads, describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
+  if (cuda::is_emulated() && cfg.device.is_cuda())
+    std::printf(
+        "# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels; these\n"
+        "# times test the code path and say nothing about a GPU\n");
+  std::printf("# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured\n");
+  std::printf("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,\n");
+  std::printf("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the GEMM ceiling,\n");
+  std::printf("# the same GEMMs without the graph (3 forward; 3 + 5 with backward): 'cblas' called directly on the\n");
+  std::printf("# cpu, 'mm' Tandem's own mm under NoGradGuard elsewhere; (fwd+bwd)/fwd: Tandem's over the GEMMs'\n");
+  std::printf("# own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)\n");
+  if (cfg.device.is_cuda())
+    std::printf(
+        "# %s: one pass (thr: threads of Tandem's CPU pool; the kernels run on the device); every timed\n"
+        "# batch of calls ends with cuda::synchronize, so a time is the device's work, not its launches\n",
+        cfg.device.str().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Config cfg;
+  std::string device = "cpu";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       cfg.quick = true;
       cfg.scale = 0.25;
     } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
       cfg.filter = argv[++i];
+    } else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTR]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]\n", argv[0]);
       return 2;
     }
   }
   const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {
+    // "cuda" -> cuda:<current>; without a GPU, Tandem's error says why and how to emulate one.
+    cfg.device = resolve_device(Device(device), "--device");
     manual_seed(0);
-    std::printf("# bench_autograd: Tandem %s, %s; %d hardware threads%s\n", version(), openblas_get_config(), all,
-                cfg.quick ? "; --quick" : "");
-    std::printf(
-        "# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured\n");
-    std::printf("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,\n");
-    std::printf("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the cblas ceiling\n");
-    std::printf("# (the same GEMMs called directly: 3 forward; 3 + 5 with backward); (fwd+bwd)/fwd: Tandem's over\n");
-    std::printf("# the GEMMs' own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)\n");
+    print_preamble(cfg, all);
     print_header();
     run_pass(cfg, 1);
-    if (all > 1) run_pass(cfg, all);
+    // On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
+    if (all > 1 && cfg.device.is_cpu()) run_pass(cfg, all);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_autograd: %s\n", e.what());
     return 1;

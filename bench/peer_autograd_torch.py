@@ -2,14 +2,17 @@
 """The cases of bench_autograd run in PyTorch, printed in the same table, so that Tandem's autograd and torch's can
 be compared side by side. torch is a peer for benchmarking only, never a build dependency.
 
-Run it with Debian's /usr/bin/python3 (the one with python3-torch):
-    /usr/bin/python3 bench/peer_autograd_torch.py [--quick] [--filter SUBSTR] [--compare TANDEM_TABLE]
---compare reads bench_autograd's output and prints a third table: time of Tandem / time of torch per case, and
-each program's own ratio column side by side.
+Run it with Debian's /usr/bin/python3 (the one with python3-torch), or any python3 with torch:
+    /usr/bin/python3 bench/peer_autograd_torch.py [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]
+                                                  [--compare TANDEM_TABLE]
+--compare reads bench_autograd's output (run with the same --device) and prints a third table: time of Tandem /
+time of torch per case, and each program's own ratio column side by side.
 
-References here, as in bench_autograd: the same forward under torch.no_grad(), and cblas_sgemm called through
-ctypes on buffers of the MLP's sizes (the OpenBLAS that torch itself calls; ctypes adds about a microsecond per
-call, under 2% of the GEMMs' time at these sizes).
+References here, as in bench_autograd: the same forward under torch.no_grad(), and the MLP's GEMMs without the
+graph: on the cpu, cblas_sgemm called through ctypes on buffers of the MLP's sizes (the OpenBLAS that Debian's torch
+itself calls; ctypes adds about a microsecond per call, under 2% of the GEMMs' time at these sizes); on a GPU, or
+where no OpenBLAS is found, torch.mm under torch.no_grad() on the same device. On cuda every timed batch of calls
+ends with torch.cuda.synchronize().
 """
 import argparse
 import ctypes
@@ -18,6 +21,7 @@ import math
 import os
 import re
 import statistics
+import sys
 import time
 
 import torch
@@ -26,14 +30,22 @@ SAMPLE_SECONDS = 1e-3  # a sample batches calls until it lasts this long
 MIN_SAMPLES, MAX_SAMPLES = 5, 2000
 
 
+def wait_for(device):
+    """A GPU runs a launch after the call that queued it returned: a timed batch ends when the device is done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 class Sampler:
     """Samples of one callable; its first call warms up, its second sizes the batch."""
 
-    def __init__(self, f):
-        self.f = f
+    def __init__(self, f, device):
+        self.f, self.device = f, device
         f()
+        wait_for(device)
         t0 = time.perf_counter()
         f()
+        wait_for(device)
         self.batch = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-9)))
         self.samples = []
 
@@ -41,6 +53,7 @@ class Sampler:
         t0 = time.perf_counter()
         for _ in range(self.batch):
             self.f()
+        wait_for(self.device)
         self.samples.append((time.perf_counter() - t0) / self.batch)
 
     def enough(self, start, budget):
@@ -48,10 +61,10 @@ class Sampler:
         return n >= MIN_SAMPLES and (n >= MAX_SAMPLES or time.perf_counter() - start >= budget)
 
 
-def time_all(fns, budget):
+def time_all(fns, budget, device):
     """Median seconds per call of each callable, their samples interleaved so that a change in the machine's load
     touches all of them alike."""
-    s = [Sampler(f) for f in fns]
+    s = [Sampler(f, device) for f in fns]
     start = time.perf_counter()
     while not all(x.enough(start, budget) for x in s):
         for x in s:
@@ -61,13 +74,22 @@ def time_all(fns, budget):
 
 # ---------------------------------------------------------------- OpenBLAS through ctypes
 
-_blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+def load_openblas():
+    """The OpenBLAS library, or None where there is none (a GPU machine may lack it: the cpu ceiling is then
+    torch.mm)."""
+    try:
+        blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+    except OSError:
+        return None
+    i, p = ctypes.c_int, ctypes.c_void_p
+    blas.cblas_sgemm.argtypes = [i, i, i, i, i, i, ctypes.c_float, p, i, p, i, ctypes.c_float, p, i]
+    blas.cblas_sgemm.restype = None
+    blas.openblas_get_config.restype = ctypes.c_char_p
+    return blas
+
+
+_blas = load_openblas()
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
-_int, _ptr = ctypes.c_int, ctypes.c_void_p
-_blas.cblas_sgemm.argtypes = [_int, _int, _int, _int, _int, _int, ctypes.c_float, _ptr, _int, _ptr, _int,
-                              ctypes.c_float, _ptr, _int]
-_blas.cblas_sgemm.restype = None
-_blas.openblas_get_config.restype = ctypes.c_char_p
 
 
 def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
@@ -108,14 +130,14 @@ def chain(y):
 class Mlp:
     """784-256-128-10 with relu, batch 128; weights (in, out) used as x.mm(w) + b, leaves that require grad."""
 
-    def __init__(self):
+    def __init__(self, device):
         def weight(i, o):
-            return (torch.randn(i, o) * math.sqrt(2.0 / i)).requires_grad_()
+            return (torch.randn(i, o) * math.sqrt(2.0 / i)).to(device).requires_grad_()
 
         self.w1, self.w2, self.w3 = weight(D0, D1), weight(D1, D2), weight(D2, D3)
-        self.b1, self.b2, self.b3 = (torch.zeros(d).requires_grad_() for d in (D1, D2, D3))
-        self.x = torch.randn(B, D0)
-        self.labels = torch.randint(0, D3, (B,))
+        self.b1, self.b2, self.b3 = (torch.zeros(d, device=device).requires_grad_() for d in (D1, D2, D3))
+        self.x = torch.randn(B, D0).to(device)
+        self.labels = torch.randint(0, D3, (B,)).to(device)
         self.params = [self.w1, self.b1, self.w2, self.b2, self.w3, self.b3]
 
     def loss(self):
@@ -131,9 +153,18 @@ class Mlp:
                 p.grad.zero_()
 
 
+def mlp_forward_flops():
+    return 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3)
+
+
+def mlp_backward_flops():
+    return mlp_forward_flops() + 2.0 * B * (D1 * D2 + D2 * D3)
+
+
 class MlpGemms:
-    """The MLP's GEMMs called directly: 3 forward, 5 backward (every weight gradient, the input gradients of layers
-    2 and 3), row-major, with the transpose flags of the mm backward."""
+    """The MLP's GEMMs called directly through cblas: 3 forward, 5 backward (every weight gradient, the input
+    gradients of layers 2 and 3), row-major, with the transpose flags of the mm backward."""
+    name = "cblas"
 
     def __init__(self):
         def buf(*shape):
@@ -159,18 +190,39 @@ class MlpGemms:
         gemm(False, True, B, D1, D2, p["g2"], D2, p["w2"], D2, p["dh1"], D1)
         gemm(True, False, D0, D1, B, p["x"], D0, p["g1"], D1, p["dw1"], D1)
 
-    @staticmethod
-    def forward_flops():
-        return 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3)
 
-    @staticmethod
-    def backward_flops():
-        return MlpGemms.forward_flops() + 2.0 * B * (D1 * D2 + D2 * D3)
+
+class MlpMm:
+    """The same GEMMs through torch.mm under torch.no_grad() on the device (a GPU, or a cpu without OpenBLAS found):
+    the products the mm backward computes, on the same transposed views; each call allocates its output, as the
+    graph's GEMMs do."""
+    name = "mm"
+
+    def __init__(self, device):
+        def buf(*shape):
+            return (torch.randn(*shape) * 0.01).to(device)
+
+        self.x, self.w1, self.h1, self.w2 = buf(B, D0), buf(D0, D1), buf(B, D1), buf(D1, D2)
+        self.h2, self.w3, self.g3, self.g2, self.g1 = buf(B, D2), buf(D2, D3), buf(B, D3), buf(B, D2), buf(B, D1)
+
+    def forward(self):
+        with torch.no_grad():
+            self.x.mm(self.w1), self.h1.mm(self.w2), self.h2.mm(self.w3)
+
+    def backward(self):
+        with torch.no_grad():
+            self.h2.t().mm(self.g3), self.g3.mm(self.w3.t())  # dw3, dh2
+            self.h1.t().mm(self.g2), self.g2.mm(self.w2.t())  # dw2, dh1
+            self.x.t().mm(self.g1)  # dw1
+
+
+def mlp_ceiling(device):
+    return MlpGemms() if device.type == "cpu" and _blas is not None else MlpMm(device)
 
 
 class Bench:
-    def __init__(self, quick, filt):
-        self.quick, self.filter = quick, filt
+    def __init__(self, quick, filt, device):
+        self.quick, self.filter, self.device = quick, filt, device
         self.scale = 0.25 if quick else 1.0
         self.threads = 1
         self.rows = {}  # (thr, case, size) -> (seconds or None, ratio), for --compare
@@ -191,7 +243,7 @@ class Bench:
         names = ("chain fwd no-grad", "chain fwd record", "chain fwd+bwd")
         if not any(self.selected(s, n) for n in names):
             return
-        x, seed = torch.randn(16, requires_grad=True), torch.ones(16)
+        x, seed = torch.randn(16).to(self.device).requires_grad_(), torch.ones(16, device=self.device)
 
         def nograd():
             with torch.no_grad():
@@ -201,7 +253,7 @@ class Bench:
             x.grad = None
             chain(x).backward(seed)
 
-        t = time_all([nograd, lambda: chain(x), both], 0.3 * self.scale)
+        t = time_all([nograd, lambda: chain(x), both], 0.3 * self.scale, self.device)
         n, bwd = CHAIN_OPS, t[2] - t[1]
         self.emit(s, names[0], size, t[0], fmt_value(t[0] / n * 1e6, "us/op"), "-", "-")
         self.emit(s, names[1], size, t[1], fmt_value(t[1] / n * 1e6, "us/op"),
@@ -214,7 +266,8 @@ class Bench:
         names = ("softmax fwd no-grad", "softmax fwd record", "softmax fwd+bwd")
         if not any(self.selected(s, n) for n in names):
             return
-        x, w = torch.randn(256, 1024, requires_grad=True), torch.randn(1024, requires_grad=True)
+        x = torch.randn(256, 1024).to(self.device).requires_grad_()
+        w = torch.randn(1024).to(self.device).requires_grad_()
 
         def f():
             return (x.softmax(1) * w).sum()
@@ -228,7 +281,7 @@ class Bench:
             w.grad = None
             f().backward()
 
-        t = time_all([nograd, f, both], 0.5 * self.scale)
+        t = time_all([nograd, f, both], 0.5 * self.scale, self.device)
         bwd = t[2] - t[1]
         self.emit(s, names[0], size, t[0], "-", "-", "-")
         self.emit(s, names[1], size, t[1], fmt_time(t[1]) + " fwd", fmt_time(t[0]) + " no-grad", f"{t[1] / t[0]:.2f}")
@@ -239,7 +292,7 @@ class Bench:
         names = ("mlp fwd no-grad", "mlp fwd record", "mlp fwd+bwd", "mlp step (sgd)", "mlp (fwd+bwd)/fwd")
         if not any(self.selected(s, n) for n in names):
             return
-        net, blas = Mlp(), MlpGemms()
+        net, blas = Mlp(self.device), mlp_ceiling(self.device)
         net.loss().backward()
         if any(p.grad is None or not torch.isfinite(p.grad).all() for p in net.params):
             print("# WARNING: mlp: a parameter got no finite gradient")
@@ -258,25 +311,26 @@ class Bench:
             blas.backward()
 
         t = time_all([nograd, net.loss, lambda: net.loss().backward(), step, blas.forward, blas_all],
-                     1.0 * self.scale)
-        f_fwd = MlpGemms.forward_flops()
-        f_all = f_fwd + MlpGemms.backward_flops()
+                     1.0 * self.scale, self.device)
+        f_fwd = mlp_forward_flops()
+        f_all = f_fwd + mlp_backward_flops()
 
         def gemm_line(name, tm, flops, ceiling):
             self.emit(s, name, size, tm, fmt_value(flops / tm * 1e-9, "GFLOP/s"),
-                      fmt_value(flops / ceiling * 1e-9, "GFLOP/s cblas"), f"{ceiling / tm:.2f}")
+                      fmt_value(flops / ceiling * 1e-9, "GFLOP/s " + blas.name), f"{ceiling / tm:.2f}")
 
         gemm_line(names[0], t[0], f_fwd, t[4])
         gemm_line(names[1], t[1], f_fwd, t[4])
         gemm_line(names[2], t[2], f_all, t[5])
         gemm_line(names[3], t[3], f_all, t[5])
-        self.emit(s, names[4], size, None, fmt_value(t[2] / t[0], "x"), fmt_value(t[5] / t[4], "x cblas"),
+        self.emit(s, names[4], size, None, fmt_value(t[2] / t[0], "x"), fmt_value(t[5] / t[4], "x " + blas.name),
                   f"{(t[2] / t[0]) / (t[5] / t[4]):.2f}")
 
     def run_pass(self, threads):
         self.threads = threads
         torch.set_num_threads(threads)
-        _blas.openblas_set_num_threads(threads)
+        if _blas is not None:
+            _blas.openblas_set_num_threads(threads)
         # The order of bench_autograd: OpenBLAS's threads spin a while after a call, so GEMMs go last.
         self.chain()
         self.softmax()
@@ -304,6 +358,17 @@ def read_table(path):
     return rows
 
 
+def table_device(path):
+    """The device a table's "# bench_autograd: ..." or "# peer_autograd_torch: ..." line names ("cpu", "cuda:0"),
+    or None."""
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"# \w+: .*; device ([\w:]+)", line)
+            if m:
+                return m.group(1)
+    return None
+
+
 def parts(rows):
     """{(thr, section, size): (record part, backward part)} in seconds per call: differences of the medians of the
     chain and softmax lines. torch runs both parts in C++ (the Python front end's cost is the same with and without
@@ -321,7 +386,7 @@ def parts(rows):
 
 def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster), and each program's own ratio")
-    print("# column (record / no-grad, backward / forward, fraction of the cblas ceiling, as in the tables above)")
+    print("# column (record / no-grad, backward / forward, fraction of the GEMM ceiling, as in the tables above)")
     print(f"{'thr':<4}  {'case':<20}  {'size':<20}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}  "
           f"{'ratio tandem':>12}  {'ratio torch':>11}")
     for key, (t, ratio) in tandem_rows.items():
@@ -347,31 +412,88 @@ def print_comparison(tandem_rows, torch_rows):
             ratio = f"{a / b:.2f}" if a > 0 and b > 0 else "-"
             print(f"{key[0]:<4}  {key[1] + ' ' + name:<20}  {key[2]:<20}  {fmt_time(a) if a > 0 else '-':>10}  "
                   f"{fmt_time(b) if b > 0 else '-':>10}  {ratio:>12}  {per_op[0]:>12}  {per_op[1]:>11}")
+    print_headline(tandem_rows, torch_rows)
+
+
+def print_headline(tandem_rows, torch_rows):
+    """One line for a summary (scripts/gpu-check.sh): the geometric mean of time of Tandem / time of torch over the
+    timed cases both tables have, the lowest and the highest, and the MLP step's two times."""
+    ratios = sorted((t / torch_rows[key][0], key) for key, (t, _) in tandem_rows.items()
+                    if t and key in torch_rows and torch_rows[key][0])
+    if not ratios:
+        print("headline: no case in both tables")
+        return
+
+    def name(key):
+        return key[1] if key[0] == "1" else f"{key[1]} ({key[0]} threads)"
+
+    mean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+    line = (f"headline: tandem/torch time {mean:.2f} (geometric mean of {len(ratios)} cases; "
+            f"{ratios[0][0]:.2f} {name(ratios[0][1])} to {ratios[-1][0]:.2f} {name(ratios[-1][1])})")
+    step = next((key for key in tandem_rows if key[0] == "1" and key[1] == "mlp step (sgd)"), None)
+    if step in torch_rows and tandem_rows[step][0] and torch_rows[step][0]:
+        line += f"; mlp step {fmt_time(tandem_rows[step][0])} vs {fmt_time(torch_rows[step][0])}"
+    print(line)
+
+
+def resolve_device(spec):
+    """torch.device of --device, with cuda's index filled in; exits with the reason where there is no such
+    device."""
+    try:
+        device = torch.device(spec)
+    except RuntimeError as e:
+        sys.exit(f"peer_autograd_torch: --device {spec}: {e}")
+    if device.type == "cpu":
+        return device
+    if device.type != "cuda":
+        sys.exit(f"peer_autograd_torch: --device {spec}: expected cpu, cuda or cuda:N")
+    if not torch.cuda.is_available():
+        sys.exit(f"peer_autograd_torch: --device {spec}: torch {torch.__version__} (CUDA build: "
+                 f"{torch.version.cuda or 'none'}) sees no CUDA device: torch.cuda.is_available() is False. Use "
+                 f"--device cpu, or run it with a torch that has a GPU")
+    count = torch.cuda.device_count()
+    index = torch.cuda.current_device() if device.index is None else device.index
+    if index >= count:
+        sys.exit(f"peer_autograd_torch: --device {spec}: there {'is' if count == 1 else 'are'} {count} CUDA "
+                 f"device{'' if count == 1 else 's'} (cuda:0 to cuda:{count - 1})")
+    return torch.device("cuda", index)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N: where the tensors live (default cpu)")
     p.add_argument("--quick", action="store_true", help="shorter timings (a smoke run)")
     p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
     p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_autograd's output: print Tandem/torch ratios")
     args = p.parse_args()
 
+    device = resolve_device(args.device)
     torch.manual_seed(0)
     threads_all = os.cpu_count() or 1
-    print(f"# peer_autograd_torch: torch {torch.__version__}, OpenBLAS {_blas.openblas_get_config().decode()}; "
-          f"{threads_all} hardware threads{'; --quick' if args.quick else ''}")
+    blas = f"OpenBLAS {_blas.openblas_get_config().decode()}" if _blas is not None else "no OpenBLAS found"
+    where = "cpu" if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})"
+    print(f"# peer_autograd_torch: torch {torch.__version__}, {blas}; {threads_all} hardware threads; "
+          f"device {where}{'; --quick' if args.quick else ''}")
     print("# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured")
     print("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,")
-    print("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the cblas ceiling")
-    print("# (the same GEMMs called directly: 3 forward; 3 + 5 with backward); (fwd+bwd)/fwd: torch's over")
-    print("# the GEMMs' own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)")
+    print("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the GEMM ceiling,")
+    print("# the same GEMMs without the graph (3 forward; 3 + 5 with backward): 'cblas' called directly on the")
+    print("# cpu, 'mm' torch.mm under torch.no_grad() elsewhere; (fwd+bwd)/fwd: torch's over the GEMMs'")
+    print("# own (1.00 = the graph adds nothing to the backward beyond its GEMMs' share)")
+    if device.type == "cuda":
+        print(f"# {device}: one pass (thr: torch's CPU threads; the kernels run on the device); every timed")
+        print("# batch of calls ends with torch.cuda.synchronize, so a time is the device's work, not its launches")
     print_line("thr", "case", "size", "time", "figure", "reference", "ratio")
-    bench = Bench(args.quick, args.filter)
+    bench = Bench(args.quick, args.filter, device)
     bench.run_pass(1)
-    if threads_all > 1:
+    # On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
+    if threads_all > 1 and device.type == "cpu":
         bench.run_pass(threads_all)
     if args.compare:
         print()
+        theirs = table_device(args.compare)
+        if theirs is not None and theirs != str(device):
+            print(f"# WARNING: the Tandem table ran on {theirs}, torch on {device}: the ratios compare two devices")
         print_comparison(read_table(args.compare), bench.rows)
 
 
