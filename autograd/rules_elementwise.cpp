@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/rules.h"
+#include "tensor/core/grad_mode.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 
@@ -33,6 +34,14 @@ Tensor gelu_derivative(const Tensor& x, const std::string& approximate) {
   return cdf + x * pdf;
 }
 
+// Whether an activation's rule takes its fused one-pass kernel
+// (detail::tanh_backward, ...): when nothing records, and grad has saved's
+// dtype (a root gradient may not). Under create_graph the composite formula
+// runs instead, its ops recorded for the next derivative.
+bool fused(const Tensor& grad, const Tensor& saved) {
+  return !GradMode::is_enabled() && grad.dtype() == saved.dtype() && grad.sizes() == saved.sizes();
+}
+
 }  // namespace
 
 GradList elementwise_backward(Node& node, const Tensor& grad) {
@@ -50,16 +59,27 @@ GradList elementwise_backward(Node& node, const Tensor& grad) {
     case GradOp::Cos: return {-grad * sin(saved(0))};
     case GradOp::Tanh: {
       Tensor y = saved(0);  // output
+      if (fused(grad, y)) return {detail::tanh_backward(grad, y)};
       return {grad * (1 - y * y)};
     }
     case GradOp::Sigmoid: {
       Tensor y = saved(0);  // output
+      if (fused(grad, y)) return {detail::sigmoid_backward(grad, y)};
       return {grad * y * (1 - y)};
     }
-    case GradOp::Relu: return {where(saved(0).gt(0), grad, 0.0)};  // saved: output; 0 at 0, as PyTorch
-    case GradOp::Gelu: return {grad * gelu_derivative(saved(0), node.str)};
+    case GradOp::Relu: {
+      Tensor y = saved(0);  // output; the gradient is 0 at 0, as PyTorch
+      if (fused(grad, y)) return {detail::relu_backward(grad, y)};
+      return {where(y.gt(0), grad, 0.0)};
+    }
+    case GradOp::Gelu: {
+      Tensor x = saved(0);
+      if (fused(grad, x)) return {detail::gelu_backward(grad, x, node.str)};
+      return {grad * gelu_derivative(x, node.str)};
+    }
     case GradOp::Silu: {
       Tensor x = saved(0);
+      if (fused(grad, x)) return {detail::silu_backward(grad, x)};
       Tensor s = sigmoid(x);
       return {grad * s * (x * (1 - s) + 1)};
     }

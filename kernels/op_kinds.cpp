@@ -42,6 +42,12 @@ const char* op_name(BinaryOp op) {
     case BinaryOp::Le: return "le";
     case BinaryOp::Gt: return "gt";
     case BinaryOp::Ge: return "ge";
+    case BinaryOp::ReluBackward: return "relu_backward";
+    case BinaryOp::TanhBackward: return "tanh_backward";
+    case BinaryOp::SigmoidBackward: return "sigmoid_backward";
+    case BinaryOp::GeluBackward: return "gelu_backward";
+    case BinaryOp::GeluTanhBackward: return "gelu_backward";
+    case BinaryOp::SiluBackward: return "silu_backward";
   }
   return "unknown";
 }

@@ -45,6 +45,14 @@ enum class BinaryOp : int8_t {
   Le,
   Gt,
   Ge,  // produce bool
+  // The activations' derivatives in one pass, (grad, saved) -> grad_input,
+  // floating dtypes only: what autograd's rules run when they do not record.
+  ReluBackward,      // (g, y = relu(x)): y > 0 ? g : 0
+  TanhBackward,      // (g, y = tanh(x)): g * (1 - y * y)
+  SigmoidBackward,   // (g, y = sigmoid(x)): g * y * (1 - y)
+  GeluBackward,      // (g, x): g * gelu'(x), the exact (erf) form
+  GeluTanhBackward,  // (g, x): g * gelu'(x), approximate = "tanh"
+  SiluBackward,      // (g, x): g * silu'(x)
 };
 
 struct UnaryParams {
@@ -64,6 +72,11 @@ const char* op_name(BinaryOp op);
 constexpr bool is_comparison(BinaryOp op) {
   return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::Lt || op == BinaryOp::Le || op == BinaryOp::Gt ||
          op == BinaryOp::Ge;
+}
+
+constexpr bool is_activation_backward(BinaryOp op) {
+  return op == BinaryOp::ReluBackward || op == BinaryOp::TanhBackward || op == BinaryOp::SigmoidBackward ||
+         op == BinaryOp::GeluBackward || op == BinaryOp::GeluTanhBackward || op == BinaryOp::SiluBackward;
 }
 
 }  // namespace tandem

@@ -2,8 +2,10 @@
 // gradgradcheck (float64, finite differences) for every op on every device,
 // with broadcast, scalar and non-contiguous operands and the in-place forms;
 // the values PyTorch picks at non-differentiable points; gradient dtypes and
-// devices.
+// devices; the activations' fused rules against their composite ones.
 #include <functional>
+#include <limits>
+#include <string>
 
 #include "helpers.h"
 
@@ -205,4 +207,108 @@ DEVICE_TEST_CASE("gradients keep their input's dtype and device", "[autograd][el
   (bf.to(kFloat32) * 2.0).sum().backward();
   REQUIRE(bf.grad().dtype() == kBFloat16);
   check_values(bf.grad(), {2});
+}
+
+// ---------------------------------------------------------------- activations: fused and composite rules
+// Without create_graph the rules of relu, tanh, sigmoid, gelu and silu run
+// one fused op (detail::*_backward); with it, the composite formula whose ops
+// record for the next derivative. Both must give the same gradient.
+namespace {
+
+struct Activation {
+  const char* name;
+  const char* fused_op;  // the op that computes the gradient without create_graph
+  std::function<Tensor(const Tensor&)> f;
+};
+
+const std::vector<Activation>& activations() {
+  static const std::vector<Activation> all = {
+      {"relu", "relu_backward", [](const Tensor& x) { return x.relu(); }},
+      {"tanh", "tanh_backward", [](const Tensor& x) { return x.tanh(); }},
+      {"sigmoid", "sigmoid_backward", [](const Tensor& x) { return x.sigmoid(); }},
+      {"gelu", "gelu_backward", [](const Tensor& x) { return x.gelu(); }},
+      {"gelu tanh", "gelu_backward", [](const Tensor& x) { return x.gelu("tanh"); }},
+      {"silu", "silu_backward", [](const Tensor& x) { return x.silu(); }},
+  };
+  return all;
+}
+
+const std::vector<double> kWide = {-4.5, -1.3, -0.25, 0.4, 2.1, 6.0};  // no zeros
+const std::vector<double> kSeed = {0.75, -1.5, 2.0, 1.25, -0.5, 1.0};
+
+}  // namespace
+
+DEVICE_TEST_CASE("activation rules: the fused gradient matches the recorded composite one in every floating dtype",
+                 "[autograd][elementwise][activation_backward]") {
+  for (const Activation& a : activations()) {
+    for (Dtype dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      INFO(a.name << ", " << dt);
+      Tensor x = make(kWide, {2, 3}, dt, device).requires_grad_();
+      Tensor g = make(kSeed, {2, 3}, dt, device);
+      Tensor y = a.f(x);
+      Tensor fused = autograd::grad({y}, {x}, {g}, /*retain_graph=*/true)[0];
+      REQUIRE(std::string(fused.origin().op) == a.fused_op);
+      REQUIRE_FALSE(fused.requires_grad());
+      REQUIRE(fused.dtype() == dt);
+      REQUIRE(fused.device() == device);
+      Tensor composite = autograd::grad({y}, {x}, {g}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+      // Its ops recorded (relu's where() has nothing to record: no input of it requires grad).
+      if (std::string(a.name) != "relu") REQUIRE(composite.requires_grad());
+      REQUIRE(std::string(composite.origin().op) != a.fused_op);
+      check_close(fused, composite.detach(), test::tolerance(dt));
+      // .backward() into .grad(), from a non-contiguous seed.
+      Tensor g_t = make(kSeed, {3, 2}, dt, device).t();
+      Tensor expected = autograd::grad({y}, {x}, {g_t}, true, true)[0].detach();
+      y.backward(g_t);
+      check_close(x.grad(), expected, test::tolerance(dt));
+    }
+  }
+}
+
+DEVICE_TEST_CASE("activation rules: finite differences on sliced inputs, first and second order",
+                 "[autograd][elementwise][activation_backward]") {
+  // The leaf's every other element: gradcheck perturbs the leaf, the op sees
+  // a strided view. gradcheck's Jacobian runs the fused rules,
+  // gradgradcheck differentiates the composite ones.
+  std::vector<double> buf;
+  for (double v : kWide) {
+    buf.push_back(v);
+    buf.push_back(-v / 3);
+  }
+  Tensor x = leaf(buf, {2, 6}, device);
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    check_gradients([&](const std::vector<Tensor>& in) { return a.f(in[0].slice(1, 0, std::nullopt, 2)); }, {x});
+    // Composed: the second derivative of tanh(gelu(x)) runs fused rules inside
+    // the composite graph's backward.
+    check_gradients([&](const std::vector<Tensor>& in) { return a.f(in[0].gelu("tanh").tanh()); }, {x});
+  }
+}
+
+DEVICE_TEST_CASE("activation rules: a gradient of another dtype takes the composite formula",
+                 "[autograd][elementwise][activation_backward]") {
+  for (const Activation& a : activations()) {
+    INFO(a.name);
+    Tensor x = make(kWide, {2, 3}, kFloat32, device).requires_grad_();
+    Tensor x64 = x.detach().to(kFloat64).requires_grad_();
+    Tensor g64 = make(kSeed, {2, 3}, kFloat64, device);
+    // A float64 seed for a float32 output: the rule computes in float64 (as
+    // before), and the engine converts the result to x's float32.
+    Tensor got = autograd::grad({a.f(x)}, {x}, {g64})[0];
+    REQUIRE(got.dtype() == kFloat32);
+    Tensor y64 = a.f(x64);
+    Tensor expected = autograd::grad({y64}, {x64}, {g64})[0];
+    check_close(got, expected, test::tolerance(kFloat32));
+  }
+}
+
+DEVICE_TEST_CASE("activation rules: relu's gradient at 0 and NaN is 0 with and without create_graph",
+                 "[autograd][elementwise][activation_backward][nan]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = leaf({-1.0, 0.0, -0.0, 2.0, nan}, {5}, device);
+  Tensor y = x.relu();
+  Tensor g = make({1.5, 1.5, 1.5, 1.5, 1.5}, {5}, kFloat64, device);
+  // PyTorch's threshold_backward gives 1.5 at NaN; both of our rules give 0.
+  check_values(autograd::grad({y}, {x}, {g}, true)[0], {0, 0, 0, 1.5, 0});
+  check_values(autograd::grad({y}, {x}, {g}, true, true)[0], {0, 0, 0, 1.5, 0});
 }

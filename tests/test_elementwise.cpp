@@ -1074,6 +1074,188 @@ DEVICE_TEST_CASE("signed zeros: relu keeps -0.0, abs gives +0.0, as torch", "[el
   }
 }
 
+// ---------------------------------------------------------------- activation backward (autograd's fused rules)
+namespace {
+
+using Fn2T = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+// One of detail::*_backward beside the composite formula autograd's rule
+// runs when it records (autograd/rules_elementwise.cpp), written again here.
+struct ActivationBackward {
+  const char* name;
+  std::function<Tensor(const Tensor&)> saved;  // x -> what the rule saves: the output, or x
+  Fn2T fused, composite;                       // (grad, saved) -> grad_x
+};
+
+Tensor gelu_derivative(const Tensor& x, bool tanh_form) {
+  if (tanh_form) {
+    const double k = std::sqrt(2 / M_PI);
+    Tensor x_sq = x * x;
+    Tensor t = tanh((x + x * x_sq * 0.044715) * k);
+    return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x_sq * (3 * 0.044715) + 1) * k);
+  }
+  Tensor cdf = (erf(x * M_SQRT1_2) + 1) * 0.5;
+  Tensor pdf = exp(x * x * -0.5) * (1 / std::sqrt(2 * M_PI));
+  return cdf + x * pdf;
+}
+
+const std::vector<ActivationBackward>& activation_backwards() {
+  static const std::vector<ActivationBackward> all = {
+      {"relu", [](const Tensor& x) { return relu(x); }, detail::relu_backward,
+       [](const Tensor& g, const Tensor& y) { return where(y.gt(0), g, 0.0); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, detail::tanh_backward,
+       [](const Tensor& g, const Tensor& y) { return g * (1 - y * y); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, detail::sigmoid_backward,
+       [](const Tensor& g, const Tensor& y) { return g * y * (1 - y); }},
+      {"gelu", [](const Tensor& x) { return x; },
+       [](const Tensor& g, const Tensor& x) { return detail::gelu_backward(g, x); },
+       [](const Tensor& g, const Tensor& x) { return g * gelu_derivative(x, false); }},
+      {"gelu tanh", [](const Tensor& x) { return x; },
+       [](const Tensor& g, const Tensor& x) { return detail::gelu_backward(g, x, "tanh"); },
+       [](const Tensor& g, const Tensor& x) { return g * gelu_derivative(x, true); }},
+      {"silu", [](const Tensor& x) { return x; }, detail::silu_backward,
+       [](const Tensor& g, const Tensor& x) {
+         Tensor s = sigmoid(x);
+         return g * s * (x * (1 - s) + 1);
+       }},
+  };
+  return all;
+}
+
+// x: zeros of both signs, negative and positive, small and large (every
+// dtype holds them exactly); g: no zeros, both signs.
+const std::vector<double> kActX = {0.0,    -0.0, -1000, -20, -3, -1.25, -0.5, -0.0625,
+                                   0.0625, 0.5,  1.25,  3,   20, 1000,  7.5,  -7.5};
+const std::vector<double> kActG = {1.5, -0.75, 2, 0.25, -1.25, 0.5, -2, 1.75, -0.5, 1, -1.5, 0.75, 1.25, -0.25, 2, -1};
+
+}  // namespace
+
+DEVICE_TEST_CASE("activation backward ops match their composite formulas in every floating dtype",
+                 "[elementwise][activation_backward]") {
+  for (const ActivationBackward& op : activation_backwards()) {
+    for (Dtype dt : kFloatDtypes) {
+      INFO(op.name << ", " << dt);
+      Tensor x = make(kActX, {4, 4}, dt, device), g = make(kActG, {4, 4}, dt, device);
+      Tensor s = op.saved(x);
+      Tensor got = op.fused(g, s);
+      REQUIRE(got.dtype() == dt);
+      REQUIRE(got.device() == device);
+      REQUIRE(got.sizes() == IntArrayRef{4, 4});
+      REQUIRE_FALSE(got.requires_grad());
+      // The composite in float64 on the same (exactly widened) values: the
+      // fused op rounds once, where the composite in a 16-bit dtype rounds
+      // after every op (and overflows x * x at 1000 in float16).
+      check_close(got, op.composite(g.to(kFloat64), s.to(kFloat64)), test::tolerance(dt));
+      if (dt == kFloat64 || dt == kFloat32) check_close(got, op.composite(g, s), test::tolerance(dt));
+    }
+  }
+}
+
+DEVICE_TEST_CASE("activation backward ops on non-contiguous, expanded, 0-dim and empty inputs",
+                 "[elementwise][activation_backward]") {
+  const double nan = kNaN;
+  for (const ActivationBackward& op : activation_backwards()) {
+    for (Dtype dt : {kFloat32, kFloat64}) {
+      INFO(op.name << ", " << dt);
+      Tensor x = make(kActX, {4, 4}, dt, device), g = make(kActG, {4, 4}, dt, device);
+      Tensor s = op.saved(x);
+      Tensor expected = op.composite(g, s);
+      // g: every other column of a (4, 8) buffer whose other columns are NaN;
+      // saved: a transposed view of its transpose, same values.
+      std::vector<double> buf;
+      for (double v : kActG) {
+        buf.push_back(v);
+        buf.push_back(nan);
+      }
+      Tensor g_sliced = make(buf, {4, 8}, dt, device).slice(1, 0, std::nullopt, 2);
+      Tensor s_transposed = s.t().contiguous().t();
+      REQUIRE_FALSE(g_sliced.is_contiguous());
+      REQUIRE_FALSE(s_transposed.is_contiguous());
+      check_close(op.fused(g_sliced, s_transposed), expected, test::tolerance(dt));
+      check_close(op.fused(g.t(), s.t()), expected.t(), test::tolerance(dt));
+      // A gradient expanded from one element (stride 0), as sum().backward() seeds.
+      Tensor g_one = make({0.75}, {1, 1}, dt, device).expand({4, 4});
+      check_close(op.fused(g_one, s), op.composite(g_one, s), test::tolerance(dt));
+      // 0-dim and empty.
+      Tensor x0 = make({-0.5}, {}, dt, device), g0 = make({1.5}, {}, dt, device);
+      Tensor got0 = op.fused(g0, op.saved(x0));
+      REQUIRE(got0.dim() == 0);
+      check_close(got0, op.composite(g0, op.saved(x0)), test::tolerance(dt));
+      Tensor e = zeros({0, 3}, TensorOptions(dt).device(device));
+      REQUIRE(op.fused(e, e).sizes() == IntArrayRef{0, 3});
+    }
+  }
+}
+
+DEVICE_TEST_CASE("activation backward ops at infinities and NaN: PyTorch 1.13's values",
+                 "[elementwise][activation_backward][nan]") {
+  const double nan = kNaN, inf = kInf;
+  // The x values of torch.ops.aten.<op>_backward(torch.full_like(x, 1.5), saved) in float64 (torch 1.13).
+  const std::vector<double> xs = {-inf, -1000, -3, -0.5, -0.0, 0.0, 0.5, 3, 1000, inf, nan};
+  const std::vector<std::vector<double>> torch_values = {
+      // relu (threshold_backward): 1.5 at x = NaN in PyTorch, 0 here (see relu_backward).
+      {0, 0, 0, 0, 0, 0, 1.5, 1.5, 1.5, 1.5, 0},
+      {0, 0, 0.01479905574816025, 1.179671599448891, 1.5, 1.5, 1.179671599448891, 0.01479905574816025, 0, 0, nan},
+      {0, 0, 0.0677649895963682, 0.35250556830239177, 0.375, 0.375, 0.3525055683023917, 0.06776498959636801, 0, 0, nan},
+      {nan, 0, -0.017918470806275878, 0.19875731301575567, 0.75, 0.75, 1.3012426869842444, 1.5179184708062758, 1.5, nan,
+       nan},
+      {nan, 0, -0.017376249946454474, 0.19894514469803648, 0.75, 0.75, 1.3010548553019636, 1.5173762499464543, 1.5, nan,
+       nan},
+      {nan, 0, -0.13215615902275443, 0.3900582190460222, 0.75, 0.75, 1.1099417809539778, 1.632156159022754, 1.5, nan,
+       nan},
+  };
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (size_t i = 0; i < activation_backwards().size(); ++i) {
+    const ActivationBackward& op = activation_backwards()[i];
+    INFO(op.name);
+    Tensor x = make(xs, {n}, kFloat64, device), g = full({n}, 1.5, TensorOptions(kFloat64).device(device));
+    check_values(op.fused(g, op.saved(x)), torch_values[i]);
+    // NaN where the composite gives NaN, in float32 too.
+    for (Dtype dt : {kFloat64, kFloat32}) {
+      INFO(dt);
+      Tensor xd = x.to(dt), gd = g.to(dt);
+      check_close(op.fused(gd, op.saved(xd)), op.composite(gd, op.saved(xd)));
+    }
+  }
+  // relu_backward passes a NaN gradient where output > 0 and zeroes it elsewhere, as where() and torch.
+  Tensor y = make({-1, 0, 2}, {3}, kFloat32, device), g = full({3}, nan, TensorOptions(kFloat32).device(device));
+  check_values(detail::relu_backward(g, y), {0, 0, nan});
+}
+
+DEVICE_TEST_CASE("activation backward ops check their inputs", "[elementwise][activation_backward][errors]") {
+  Tensor y = make({0.5, -0.25, 0.75}, {3}, kFloat32, device);
+  REQUIRE_THROWS_WITH(detail::tanh_backward(Tensor(), y),
+                      Contains("tanh_backward: argument 'grad_output' is an undefined tensor"));
+  REQUIRE_THROWS_WITH(detail::silu_backward(y, Tensor()),
+                      Contains("silu_backward: argument 'self' is an undefined tensor"));
+  REQUIRE_THROWS_AS(detail::sigmoid_backward(y, y.to(kFloat64)), DtypeError);
+  REQUIRE_THROWS_WITH(detail::sigmoid_backward(y, y.to(kFloat64)),
+                      Contains("sigmoid_backward: expected grad_output and output of one floating dtype, got float32 "
+                               "and float64"));
+  Tensor i = make({1, 2, 3}, {3}, kInt64, device);
+  REQUIRE_THROWS_WITH(detail::relu_backward(i, i), Contains("relu_backward: expected grad_output and output of one "
+                                                            "floating dtype, got int64 and int64"));
+  REQUIRE_THROWS_AS(detail::gelu_backward(y, y.view({1, 3})), ShapeError);
+  REQUIRE_THROWS_WITH(detail::gelu_backward(y, y.view({1, 3})),
+                      Contains("gelu_backward: expected grad_output and self of one shape, got [3] and [1, 3]"));
+  REQUIRE_THROWS_WITH(detail::gelu_backward(y, y, "erf"),
+                      Contains("gelu_backward: approximate must be 'none' or 'tanh', got 'erf'"));
+  Tensor leaf = make({0.5, -0.25, 0.75}, {3}, kFloat32, device).requires_grad_();
+  REQUIRE_THROWS_AS(detail::tanh_backward(y, leaf), ValueError);
+  REQUIRE_THROWS_WITH(detail::tanh_backward(leaf, y),
+                      Contains("tanh_backward: records no graph, so its result cannot be differentiated, but an "
+                               "input requires grad; call it under NoGradGuard"));
+  {
+    NoGradGuard no_grad;
+    check_close(detail::tanh_backward(leaf, y), leaf * (1 - y * y));
+  }
+  if (auto other = test::other_device(device)) {
+    REQUIRE_THROWS_AS(detail::silu_backward(y, y.to(*other)), DeviceError);
+    REQUIRE_THROWS_WITH(detail::silu_backward(y, y.to(*other)),
+                        Contains("Expected all tensors to be on the same device") && Contains("silu_backward"));
+  }
+}
+
 // ---------------------------------------------------------------- the CUDA launcher's index math, on the cpu
 // kernels/cuda/loops.h is plain C++: its divider, offset calculator, 32-bit
 // splitting and vectorization check are proven here, where no GPU is needed.

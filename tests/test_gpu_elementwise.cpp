@@ -1,9 +1,10 @@
 // Real-GPU checks of the CUDA elementwise kernels (kernels/cuda/elementwise.cu
-// and copy.cu) against the CPU backend: every unary and binary op, where,
-// masked_fill, clamp, fill and every dtype conversion, with contiguous,
-// transposed, sliced, broadcast, 0-dim, empty, odd-sized and misaligned
-// operands, into poisoned outputs whose whole buffers are compared. The
-// front end's wiring and the 32-bit splitting of huge tensors come last.
+// and copy.cu) against the CPU backend: every unary and binary op (the
+// activation backwards among them), where, masked_fill, clamp, fill and every
+// dtype conversion, with contiguous, transposed, sliced, broadcast, 0-dim,
+// empty, odd-sized and misaligned operands, into poisoned outputs whose whole
+// buffers are compared. The front end's wiring and the 32-bit splitting of
+// huge tensors come last.
 // Skipped (exit 77) without a real GPU.
 #include <algorithm>
 #include <cmath>
@@ -280,6 +281,38 @@ TEST_CASE("binary ops on the GPU match the CPU", "[gpu][elementwise]") {
         });
       }
     }
+  }
+}
+
+TEST_CASE("activation backward ops on the GPU match the CPU", "[gpu][elementwise][activation_backward]") {
+  // (grad, saved): saved is the output for relu, tanh and sigmoid, the
+  // input for gelu and silu; the kernels take any values of both.
+  const std::vector<BinaryOp> ops = {BinaryOp::ReluBackward, BinaryOp::TanhBackward,     BinaryOp::SigmoidBackward,
+                                     BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SiluBackward};
+  const std::vector<Domain> domains = {{-3, 3}, {-6, 6}};
+  for (BinaryOp op : ops) {
+    for (Dtype dt : kFloating) {
+      for (const Case& c : cases()) {
+        INFO(op_name(op) << " (" << static_cast<int>(op) << "), " << dt << ", " << c.name);
+        auto ins = inputs(c, {dt, dt}, domains);
+        compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
+          if (g)
+            gpu::binary(op, out, ins[0].gpu, ins[1].gpu);
+          else
+            cpu::binary(op, out, ins[0].cpu, ins[1].cpu);
+        });
+      }
+    }
+  }
+  // Through the front end and autograd: the rules' fused ops run on the GPU.
+  Tensor x = test::make(draw(12, kFloat32, {-4, 4}, 11), {3, 4}, kFloat32);
+  Tensor g = test::make(draw(12, kFloat32, {}, 12), {3, 4}, kFloat32);
+  for (const std::string approximate : {"none", "tanh"}) {
+    Tensor xc = x.clone().requires_grad_(), xg = x.to(kGpu).requires_grad_();
+    Tensor gc = autograd::grad({xc.gelu(approximate).tanh().sigmoid().silu().relu()}, {xc}, {g})[0];
+    Tensor gg = autograd::grad({xg.gelu(approximate).tanh().sigmoid().silu().relu()}, {xg}, {g.to(kGpu)})[0];
+    REQUIRE(gg.device() == kGpu);
+    test::check_close(gg.cpu(), gc);
   }
 }
 

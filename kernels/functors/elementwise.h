@@ -235,6 +235,53 @@ struct Ge {
   TANDEM_HD_INLINE bool operator()(T a, T b) const { return a >= b; }
 };
 
+// ---- activation backward: (grad, saved) -> grad_input, T floating. Each is
+// its composite rule in autograd/rules_elementwise.cpp fused into one pass,
+// with the same operations in the same order, so NaN and infinity come out
+// as there; 16-bit types round once at the end instead of after each op.
+// y > 0 is false for NaN: the gradient is 0 at y = NaN, as the composite
+// where(y > 0, g, 0) (PyTorch's threshold_backward, y <= 0 ? 0 : g, passes g).
+template <typename T>
+struct ReluBackward {
+  TANDEM_HD_INLINE T operator()(T g, T y) const { return y > T(0) ? g : T(0); }
+};
+template <typename T>
+struct TanhBackward {
+  TANDEM_HD_INLINE T operator()(T g, T y) const { return g * (T(1) - y * y); }
+};
+template <typename T>
+struct SigmoidBackward {
+  TANDEM_HD_INLINE T operator()(T g, T y) const { return g * y * (T(1) - y); }
+};
+// g * (Phi(x) + x * phi(x)).
+template <typename T>
+struct GeluBackward {
+  TANDEM_HD_INLINE T operator()(T g, T x) const {
+    const T cdf = (std::erf(x * T(0.70710678118654752440)) + T(1)) * T(0.5);  // x / sqrt(2)
+    const T pdf = std::exp(x * x * T(-0.5)) * T(0.39894228040143267794);      // 1 / sqrt(2 pi)
+    return g * (cdf + x * pdf);
+  }
+};
+// g * d/dx [x/2 (1 + tanh(u))], u = k (x + 0.044715 x^3), k = sqrt(2/pi).
+template <typename T>
+struct GeluTanhBackward {
+  TANDEM_HD_INLINE T operator()(T g, T x) const {
+    const T k = T(0.79788456080286535588);
+    const T x_sq = x * x;
+    const T t = std::tanh((x + x * x_sq * T(0.044715)) * k);
+    const T du = (x_sq * T(3 * 0.044715) + T(1)) * k;
+    return g * ((t + T(1)) * T(0.5) + x * T(0.5) * (T(1) - t * t) * du);
+  }
+};
+// g * s (1 + x (1 - s)), s = sigmoid(x).
+template <typename T>
+struct SiluBackward {
+  TANDEM_HD_INLINE T operator()(T g, T x) const {
+    const T s = T(1) / (T(1) + std::exp(-x));
+    return g * s * (x * (T(1) - s) + T(1));
+  }
+};
+
 // ---- ternary
 template <typename T>
 struct Where {

@@ -8,11 +8,13 @@
 //   });
 //
 // The ops come in groups by the dtypes they are defined on (numeric unary,
-// floating unary, arithmetic binary, comparisons), one entry point a group,
-// so a dtype instantiates only the functors of its group.
+// floating unary, arithmetic binary with the floating-only activation
+// backwards inside it, comparisons), one entry point a group, so a dtype
+// instantiates only the functors of its group.
 #pragma once
 
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/functors/elementwise.h"
@@ -80,9 +82,30 @@ void visit_floating_unary(UnaryOp op, F&& f) {
   TANDEM_INTERNAL_ASSERT(false, "visit_floating_unary: ", op_name(op), " is numeric");
 }
 
-// f(functor) for a binary op that is not a comparison: (M, M) -> M.
+// f(functor) for an activation backward (is_activation_backward(op)); M is
+// floating.
+template <typename M, typename F>
+void visit_activation_backward(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::ReluBackward: return f(ReluBackward<M>{});
+    case BinaryOp::TanhBackward: return f(TanhBackward<M>{});
+    case BinaryOp::SigmoidBackward: return f(SigmoidBackward<M>{});
+    case BinaryOp::GeluBackward: return f(GeluBackward<M>{});
+    case BinaryOp::GeluTanhBackward: return f(GeluTanhBackward<M>{});
+    case BinaryOp::SiluBackward: return f(SiluBackward<M>{});
+    default: break;
+  }
+  TANDEM_INTERNAL_ASSERT(false, "visit_activation_backward: ", op_name(op), " is not an activation backward");
+}
+
+// f(functor) for a binary op that is not a comparison: (M, M) -> M. The
+// activation backwards are floating only: an integer or bool M instantiates
+// none of their functors (the front end admits floating dtypes only).
 template <typename M, typename F>
 void visit_arithmetic(BinaryOp op, const Scalar& alpha, F&& f) {
+  if constexpr (std::is_floating_point_v<M>) {
+    if (is_activation_backward(op)) return visit_activation_backward<M>(op, f);
+  }
   switch (op) {
     case BinaryOp::Add: return f(Add<M>{alpha.to<M>()});
     case BinaryOp::Sub: return f(Sub<M>{alpha.to<M>()});
@@ -93,7 +116,7 @@ void visit_arithmetic(BinaryOp op, const Scalar& alpha, F&& f) {
     case BinaryOp::Minimum: return f(Minimum<M>{});
     default: break;
   }
-  TANDEM_INTERNAL_ASSERT(false, "visit_arithmetic: ", op_name(op), " is a comparison");
+  TANDEM_INTERNAL_ASSERT(false, "visit_arithmetic: ", op_name(op), " is a comparison, or floating only");
 }
 
 // f(functor) for a comparison (is_comparison(op)): (M, M) -> bool. Host and

@@ -215,6 +215,12 @@ GradOp grad_op(BinaryOp op) {
     case BinaryOp::Le:
     case BinaryOp::Gt:
     case BinaryOp::Ge: break;  // bool results have no gradient
+    case BinaryOp::ReluBackward:
+    case BinaryOp::TanhBackward:
+    case BinaryOp::SigmoidBackward:
+    case BinaryOp::GeluBackward:
+    case BinaryOp::GeluTanhBackward:
+    case BinaryOp::SiluBackward: break;  // they never record
   }
   TANDEM_INTERNAL_ASSERT(false, "no derivative for ", op_name(op));
   return GradOp::Add;
@@ -599,6 +605,49 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
   if (rec) rec.save(mask);  // saved: {mask}
   return rec.finish(out);
 }
+
+// ---------------------------------------------------------------- activation backward
+namespace {
+// grad_output and the saved tensor (named saved_name in messages) as checked
+// in elementwise.h; no promotion, no broadcasting, no recording.
+Tensor activation_backward(BinaryOp op, const Tensor& grad_output, const char* saved_name, const Tensor& saved) {
+  const char* name = op_name(op);
+  check_inputs(name, {{"grad_output", grad_output}, {saved_name, saved}});
+  TANDEM_CHECK(is_floating_point(grad_output.dtype()) && grad_output.dtype() == saved.dtype(), DtypeError, name,
+               ": expected grad_output and ", saved_name, " of one floating dtype, got ", grad_output.dtype(), " and ",
+               saved.dtype());
+  TANDEM_CHECK(grad_output.sizes() == saved.sizes(), ShapeError, name, ": expected grad_output and ", saved_name,
+               " of one shape, got ", shape_str(grad_output.sizes()), " and ", shape_str(saved.sizes()));
+  TANDEM_CHECK(!(GradMode::is_enabled() && (grad_output.requires_grad() || saved.requires_grad())), ValueError, name,
+               ": records no graph, so its result cannot be differentiated, but an input requires grad; call it "
+               "under NoGradGuard, or differentiate the composite formula instead");
+  Tensor out = detail::make_result(grad_output.sizes(), grad_output.dtype(), grad_output.device(),
+                                   Origin::computed(name, grad_output.origin()));
+  run_binary(op, out, grad_output, saved, 1);
+  return out;
+}
+}  // namespace
+
+namespace detail {
+Tensor relu_backward(const Tensor& grad_output, const Tensor& output) {
+  return activation_backward(BinaryOp::ReluBackward, grad_output, "output", output);
+}
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output) {
+  return activation_backward(BinaryOp::TanhBackward, grad_output, "output", output);
+}
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
+  return activation_backward(BinaryOp::SigmoidBackward, grad_output, "output", output);
+}
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
+  TANDEM_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+               "gelu_backward: approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return activation_backward(approximate == "tanh" ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, grad_output,
+                             "self", self);
+}
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
+  return activation_backward(BinaryOp::SiluBackward, grad_output, "self", self);
+}
+}  // namespace detail
 
 // ---------------------------------------------------------------- operators
 Tensor operator-(const Tensor& x) { return neg(x); }

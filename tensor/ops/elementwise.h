@@ -111,6 +111,19 @@ namespace detail {
 Tensor scalar_tensor(const Scalar& s, Dtype dtype, Device device);
 // Throws if writing into t would write some element twice (expanded views).
 void check_writable(const Tensor& t, const char* op);
+
+// The activations' derivatives, each one pass over memory: grad_output times
+// the activation's derivative, from its output (relu, tanh, sigmoid) or its
+// input (gelu, silu). For autograd's rules when they do not record; they
+// record nothing, so they refuse inputs that require grad in grad mode.
+// grad_output and output/self: one shape, device and floating dtype.
+// relu_backward gives 0 where output <= 0 or is NaN (PyTorch's
+// threshold_backward passes grad_output at NaN).
+Tensor relu_backward(const Tensor& grad_output, const Tensor& output);
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate = "none");
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
 }  // namespace detail
 
 }  // namespace tandem
