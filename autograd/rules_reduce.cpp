@@ -3,9 +3,13 @@
 // dims...} and the saved tensors listed there (record_reduction). grad has the
 // output's shape; each rule first views it at the keepdim shape so that it
 // broadcasts against the input.
+// Softmax and log_softmax take the fused one-pass kernel
+// (detail::softmax_backward_data) when the backward does not record; with
+// create_graph their composite formula records its ops for double backward.
 #include <cmath>
 
 #include "autograd/rules.h"
+#include "tensor/core/grad_mode.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/reduce.h"
@@ -166,11 +170,14 @@ GradList reduce_backward(Node& node, const Tensor& grad) {
     case GradOp::Softmax: {  // saved: {y}; ints: {dim}
       Tensor y = saved(0);
       int64_t dim = node.ints[0];
+      if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(y.dtype()), y, dim, false)};
       return {y * (grad - (grad * y).sum({dim}, /*keepdim=*/true))};
     }
     case GradOp::LogSoftmax: {  // saved: {out}; ints: {dim}
+      Tensor out = saved(0);
       int64_t dim = node.ints[0];
-      return {grad - exp(saved(0)) * grad.sum({dim}, /*keepdim=*/true)};
+      if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(out.dtype()), out, dim, true)};
+      return {grad - exp(out) * grad.sum({dim}, /*keepdim=*/true)};
     }
     default: break;
   }

@@ -2,7 +2,9 @@
 // differences) for every op and its variants (all dims, dims lists, negative
 // dims, keepdim, non-contiguous inputs) on every device, gradgradcheck where
 // the rule is smooth; ties, zeros and the other points where PyTorch picks a
-// value; gradient dtypes and devices; one node per call.
+// value; gradient dtypes and devices; one node per call; softmax's fused
+// backward when the pass does not record, its formula when it does.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -351,6 +353,64 @@ DEVICE_TEST_CASE("softmax and log_softmax: hand-computed gradients", "[autograd]
   Tensor z = leaf({0, std::log(3.0)}, {2}, device);
   z.log_softmax(0).sum().backward();
   check_values(z.grad(), {0.5, -0.5});
+}
+
+DEVICE_TEST_CASE("softmax and log_softmax: a backward that does not record takes the fused kernel",
+                 "[autograd][reduce]") {
+  for (Dtype dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+    for (bool log : {false, true}) {
+      for (int64_t dim : {0, 1, 2}) {
+        for (bool permuted : {false, true}) {
+          INFO(dt << (log ? " log_softmax" : " softmax") << " over dim " << dim << (permuted ? ", permuted leaf" : ""));
+          // x is (2, 3, 4): a leaf, or a permuted view of a (4, 3, 2) leaf.
+          Tensor leaf_x = make(distinct_values(), permuted ? Shape{4, 3, 2} : Shape{2, 3, 4}, dt, device);
+          leaf_x.requires_grad_();
+          auto x_of = [&](const Tensor& l) { return permuted ? l.permute({2, 1, 0}) : l; };
+          std::vector<double> wv = distinct_values();
+          std::reverse(wv.begin(), wv.end());
+          Tensor w = make(wv, {2, 3, 4}, dt, device);
+          Tensor y = log ? x_of(leaf_x).log_softmax(dim) : x_of(leaf_x).softmax(dim);
+          // The gradient reaching the softmax node is w itself.
+          Tensor grad_x = x_of(autograd::grad({(y * w).sum()}, {leaf_x}, {}, /*retain_graph=*/true)[0]);
+          CHECK_FALSE(grad_x.requires_grad());
+          Tensor out = y.detach();
+          test::check_equal(grad_x, detail::softmax_backward_data(w, out, dim, log));
+          // The composite formula in float64 on the same values (in 16 bits
+          // its own roundings, 2^-10 at 1, would dominate the comparison).
+          Tensor w64 = w.to(kFloat64), out64 = out.to(kFloat64);
+          Tensor composite =
+              log ? w64 - exp(out64) * w64.sum({dim}, true) : out64 * (w64 - (w64 * out64).sum({dim}, true));
+          test::check_close(grad_x, composite, test::tolerance(dt));
+          // With create_graph the composite formula records its ops: a
+          // gradient with history, and the same values.
+          Tensor grad_graph = autograd::grad({(y * w).sum()}, {leaf_x}, {}, std::nullopt, /*create_graph=*/true)[0];
+          CHECK(grad_graph.requires_grad());
+          CHECK(grad_graph.dtype() == dt);
+          Tensor composite_dt = log ? w - exp(out) * w.sum({dim}, true) : out * (w - (w * out).sum({dim}, true));
+          test::check_equal(x_of(grad_graph).detach(), composite_dt);
+        }
+      }
+    }
+  }
+}
+
+DEVICE_TEST_CASE("softmax and log_softmax: second derivatives through the recorded formula", "[autograd][reduce]") {
+  // Weighted losses on a middle dim, so that neither gradient is trivially 0;
+  // gradgradcheck differentiates the create_graph gradient, the first-order
+  // gradcheck the fused one.
+  Tensor w = make(distinct_values(), {2, 3, 4}, kFloat64, device);
+  for (bool log : {false, true}) {
+    INFO((log ? "log_softmax" : "softmax"));
+    check_gradients([&](const Tensor& x) { return ((log ? x.log_softmax(1) : x.softmax(1)) * w).sum({1}); },
+                    leaf(distinct_values(), {2, 3, 4}, device), true);
+    // A permuted view of a (4, 3, 2) leaf, over its first dim.
+    check_gradients(
+        [&](const Tensor& l) {
+          Tensor x = l.permute({2, 1, 0});
+          return ((log ? x.log_softmax(0) : x.softmax(0)) * w).sum();
+        },
+        leaf(distinct_values(), {4, 3, 2}, device), true);
+  }
 }
 
 // ---------------------------------------------------------------- dtypes, devices, nodes

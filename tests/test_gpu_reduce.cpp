@@ -2,9 +2,10 @@
 // softmax.cu) against the CPU backend: every reduction and arg reduction over
 // every dtype it takes, inner, outer, middle, several and all dims, transposed,
 // permuted, sliced, misaligned and expanded inputs, sizes 0 to 2^24, splits
-// across blocks, NaN and inf; softmax and log_softmax for rows of 1 to 40000
-// and inner dims. Kernel outputs are poisoned first. The front end's wiring
-// comes last. Skipped (exit 77) without a real GPU.
+// across blocks, NaN and inf; softmax and log_softmax, and their fused
+// backward, for rows of 1 to 40000 and inner dims. Kernel outputs are
+// poisoned first. The front end's wiring comes last. Skipped (exit 77)
+// without a real GPU.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -155,6 +156,32 @@ void compare_softmax(const Tensor& x_cpu, int64_t dim, bool log) {
   const Tensor x_gpu = x_cpu.to(kGpu);  // contiguous, storage offset 0
   Tensor got = full(x_cpu.sizes(), 77, x_cpu.dtype()).to(kGpu);
   gpu::softmax(got, x_gpu, dim, log);
+  test::check_close(got.cpu(), expected);
+}
+
+// t (contiguous, on the cpu) on the GPU, one element past a vector
+// boundary when misaligned (the kernels' scalar paths).
+Tensor on_gpu(const Tensor& t, bool misaligned) {
+  if (!misaligned) return t.to(kGpu);
+  const Tensor buffer = zeros({t.numel() + 1}, TensorOptions(t.dtype())).to(kGpu);
+  Tensor view = buffer.narrow(0, 1, t.numel()).view(t.sizes());
+  view.copy_(t.to(kGpu));
+  return view;
+}
+
+// gpu::softmax_backward against cpu::softmax_backward on the forward's output
+// of x_cpu and a grad of multiples of 1/16 in [-1, 1) (or the one given);
+// grad_in poisoned.
+void compare_softmax_backward(const Tensor& x_cpu, int64_t dim, bool log, uint32_t seed, bool misaligned = false,
+                              const Tensor& grad = Tensor()) {
+  INFO((log ? "log_softmax" : "softmax") << " backward over dim " << dim << " of " << describe(x_cpu, {dim})
+                                         << (misaligned ? ", misaligned" : ""));
+  const Tensor out_cpu = log ? x_cpu.log_softmax(dim) : x_cpu.softmax(dim);
+  const Tensor grad_cpu = grad.defined() ? grad : random_cpu(x_cpu.sizes(), x_cpu.dtype(), -1, 1, seed);
+  Tensor expected = full(x_cpu.sizes(), 77, x_cpu.dtype());
+  cpu::softmax_backward(expected, grad_cpu, out_cpu, dim, log);
+  Tensor got = full(x_cpu.sizes(), 77, x_cpu.dtype()).to(kGpu);
+  gpu::softmax_backward(got, on_gpu(grad_cpu, misaligned), on_gpu(out_cpu, misaligned), dim, log);
   test::check_close(got.cpu(), expected);
 }
 
@@ -343,6 +370,81 @@ TEST_CASE("GPU softmax handles NaN and inf as the CPU", "[gpu][softmax][nan]") {
         compare_softmax(x, 1, log);
         if (repeat == 1) compare_softmax(x.t().contiguous(), 0, log);
       }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- softmax backward
+TEST_CASE("GPU softmax and log_softmax backward over rows match the CPU", "[gpu][softmax][backward]") {
+  // Register rows up to 16384 floats and 8192 doubles (a lane holds grad and
+  // out), the online pass beyond.
+  for (Dtype dt : kFloats) {
+    uint32_t seed = 50;
+    for (int64_t n : {1, 7, 32, 33, 1024, 5000, 8192, 8193, 16384, 16385, 32768, 40000}) {
+      const int64_t rows = n >= 8192 ? 5 : 37;
+      const Tensor x = random_cpu({rows, n}, dt, -8, 8, seed++);
+      for (bool log : {false, true}) {
+        compare_softmax_backward(x, 1, log, seed++);
+        if (n == 1024 || n == 40000) compare_softmax_backward(x, 1, log, seed++, /*misaligned=*/true);
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU softmax backward over outer and middle dims matches the CPU", "[gpu][softmax][backward]") {
+  for (Dtype dt : kFloats) {
+    uint32_t seed = 70;
+    const Tensor x = random_cpu({7, 100, 33}, dt, -8, 8, seed++);
+    for (int64_t dim : {0, 1, 2})
+      for (bool log : {false, true}) compare_softmax_backward(x, dim, log, seed++);
+    const Tensor y = random_cpu({3000, 2}, dt, -8, 8, seed++);
+    for (bool log : {false, true}) compare_softmax_backward(y, 0, log, seed++);
+    for (bool log : {false, true}) compare_softmax_backward(random_cpu({}, dt, -8, 8, 80), 0, log, 81);
+    for (bool log : {false, true}) compare_softmax_backward(random_cpu({0, 5}, dt, -8, 8, 82), 1, log, 83);
+  }
+}
+
+TEST_CASE("GPU softmax backward handles NaN and inf as the CPU", "[gpu][softmax][backward][nan]") {
+  // Outputs of NaN, -inf (log_softmax of -inf) and 0 (softmax of -inf), and
+  // grads holding inf and NaN.
+  const std::vector<std::vector<double>> x_rows = {
+      {1, kNaN, 2, 3}, {-kInf, 0, 1, -kInf}, {-kInf, 0, 1, 2}, {88, -88, 0, 1}, {0, 1, 2, 3}};
+  const std::vector<std::vector<double>> g_rows = {
+      {1, 2, 3, 4}, {1, -1, 0.5, 2}, {kInf, 1, 1, 1}, {1, kNaN, 0, 1}, {-kInf, 1, 2, kInf}};
+  for (Dtype dt : kFloats) {
+    for (int64_t repeat : {1, 256, 10000}) {  // registers (scalar, vectors) and the online pass
+      std::vector<double> xv, gv;
+      for (size_t r = 0; r < x_rows.size(); ++r)
+        for (int64_t k = 0; k < repeat; ++k) {
+          xv.insert(xv.end(), x_rows[r].begin(), x_rows[r].end());
+          gv.insert(gv.end(), g_rows[r].begin(), g_rows[r].end());
+        }
+      const int64_t rows = static_cast<int64_t>(x_rows.size());
+      const Tensor x = test::make(xv, {rows, 4 * repeat}, dt), g = test::make(gv, {rows, 4 * repeat}, dt);
+      for (bool log : {false, true}) {
+        compare_softmax_backward(x, 1, log, 0, false, g);
+        if (repeat == 1) compare_softmax_backward(x.t().contiguous(), 0, log, 0, false, g.t().contiguous());
+      }
+    }
+  }
+}
+
+TEST_CASE("the softmax backward front end and autograd run the CUDA kernel", "[gpu][softmax][backward][frontend]") {
+  const Tensor x = random_cpu({6, 5, 4}, kFloat32, -2, 2, 90);
+  const Tensor g = random_cpu({4, 5, 6}, kFloat32, -1, 1, 91).permute({2, 1, 0});  // non-contiguous
+  for (bool log : {false, true}) {
+    for (int64_t dim : {0, 1, 2}) {
+      INFO((log ? "log_softmax" : "softmax") << " over dim " << dim);
+      const Tensor y = log ? x.log_softmax(dim) : x.softmax(dim);
+      const Tensor got = detail::softmax_backward_data(g.to(kGpu), y.to(kGpu), dim, log);
+      CHECK(got.device() == kGpu);
+      test::check_close(got.cpu(), detail::softmax_backward_data(g, y, dim, log));
+      // backward() without create_graph takes the same kernel.
+      const Tensor xg = x.to(kGpu).requires_grad_();
+      const Tensor w = random_cpu({6, 5, 4}, kFloat32, -1, 1, 92);
+      ((log ? xg.log_softmax(dim) : xg.softmax(dim)) * w.to(kGpu)).sum().backward();
+      REQUIRE(xg.grad().device() == kGpu);
+      test::check_close(xg.grad().cpu(), detail::softmax_backward_data(w, y, dim, log));
     }
   }
 }

@@ -1,8 +1,9 @@
 // Reductions and softmax: hand-computed values on every dtype, keepdim,
 // negative and multiple dims, non-contiguous and expanded inputs, empty and
 // 0-dim tensors, NaN handling, the accuracy of long float sums, the thread
-// splits of the CPU engine, every error message, and the host-side planning
-// of the CUDA reductions (kernels/cuda/reduce_plan.h).
+// splits of the CPU engine, every error message, the fused softmax backward
+// (detail::softmax_backward_data) against its composite formula, and the
+// host-side planning of the CUDA reductions (kernels/cuda/reduce_plan.h).
 #include <cmath>
 #include <limits>
 #include <random>
@@ -10,6 +11,7 @@
 
 #include "helpers.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
 #include "tensor/core/shape.h"
 
@@ -720,6 +722,183 @@ DEVICE_TEST_CASE("softmax errors", "[reduce][softmax][errors]") {
                     "log_softmax: dimension out of range (expected to be in range of [-1, 0], but got 1)");
 }
 
+// ---------------------------------------------------------------- softmax backward
+namespace {
+
+// n values in [lo, hi) from a fixed seed.
+std::vector<double> uniform_values(int64_t n, double lo, double hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) x = u(rng);
+  return v;
+}
+
+// The composite formula the fused op replaces, in float64 on the values of
+// grad and output (as the autograd rule writes it when it records).
+Tensor composite_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, bool log) {
+  const Tensor g = grad.to(kFloat64), y = output.to(kFloat64);
+  if (log) return g - exp(y) * g.sum({dim}, /*keepdim=*/true);
+  return y * (g - (g * y).sum({dim}, /*keepdim=*/true));
+}
+
+// detail::softmax_backward_data against the composite, to the dtype's tolerance.
+void check_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim, bool log) {
+  INFO((log ? "log_softmax" : "softmax") << " backward over dim " << dim << " of " << shape_str(output.sizes())
+                                         << ", grad strides " << shape_str(grad.strides()) << ", output strides "
+                                         << shape_str(output.strides()) << ", " << output.dtype());
+  Tensor got = detail::softmax_backward_data(grad, output, dim, log);
+  CHECK(got.dtype() == output.dtype());
+  CHECK(got.device() == output.device());
+  CHECK(got.is_contiguous());
+  test::check_close(got, composite_softmax_backward(grad, output, dim, log));
+}
+
+}  // namespace
+
+DEVICE_TEST_CASE("softmax_backward_data: hand-computed values", "[reduce][softmax][backward]") {
+  for (Dtype dt : kFloatDtypes) {
+    INFO(dt);
+    Tensor y = make({0.25, 0.75, 0.5, 0.5}, {2, 2}, dt, device);
+    Tensor g = make({1, 0, 2, -2}, {2, 2}, dt, device);
+    // Rows: sum(g * y) = 0.25 and 0, so y * (g - sum) = [0.1875, -0.1875] and [1, -1].
+    check_values(detail::softmax_backward_data(g, y, 1, false), {0.1875, -0.1875, 1, -1});
+    // Columns: sums 1.25 and -1: [0.25 * -0.25, 0.75 * 1] over [0.5 * 0.75, 0.5 * -1].
+    check_values(detail::softmax_backward_data(g, y, 0, false), {-0.0625, 0.75, 0.375, -0.5});
+    // log_softmax, out = log(y): g - y * sum(g), sums 1 and 0 over the rows, 3 and -2 over the columns.
+    Tensor out = make({std::log(0.25), std::log(0.75), std::log(0.5), std::log(0.5)}, {2, 2}, dt, device);
+    check_values(detail::softmax_backward_data(g, out, -1, true), {0.75, -0.75, 2, -2});
+    check_values(detail::softmax_backward_data(g, out, 0, true), {1 - 0.75, 0 + 1.5, 2 - 1.5, -2 + 1});
+  }
+}
+
+DEVICE_TEST_CASE("softmax_backward_data matches the composite formula on every dim and layout",
+                 "[reduce][softmax][backward]") {
+  for (Dtype dt : kFloatDtypes) {
+    for (bool log : {false, true}) {
+      auto forward = [&](const Tensor& x, int64_t dim) { return log ? x.log_softmax(dim) : x.softmax(dim); };
+      // (3, 5, 7): the last dim (rows), the first and the middle one (an inner dim after it).
+      Tensor x = make(uniform_values(105, -4, 4, 1), {3, 5, 7}, dt, device);
+      Tensor g = make(uniform_values(105, -1, 1, 2), {3, 5, 7}, dt, device);
+      for (int64_t dim : {2, 0, 1, -1, -3}) check_softmax_backward(g, forward(x, dim), dim, log);
+      // Non-contiguous: a permuted output, a grad sliced out of a wider tensor
+      // (a storage offset and strided rows), an expanded grad (stride 0).
+      Tensor xt = make(uniform_values(105, -4, 4, 3), {7, 5, 3}, dt, device);
+      Tensor g_wide = make(uniform_values(135, -1, 1, 4), {3, 5, 9}, dt, device).narrow(2, 1, 7);
+      Tensor g_expanded = make(uniform_values(35, -1, 1, 5), {1, 5, 7}, dt, device).expand({3, 5, 7});
+      Tensor g_transposed = make(uniform_values(105, -1, 1, 6), {3, 7, 5}, dt, device).transpose(1, 2);
+      for (int64_t dim : {0, 1, 2}) {
+        Tensor y = forward(xt, 2 - dim).permute({2, 1, 0});
+        REQUIRE_FALSE(y.is_contiguous());
+        check_softmax_backward(g_wide, y, dim, log);
+        check_softmax_backward(g_expanded, y, dim, log);
+        check_softmax_backward(g_transposed, forward(x, dim), dim, log);
+      }
+    }
+  }
+}
+
+DEVICE_TEST_CASE("softmax_backward_data: long rows and columns across threads", "[reduce][softmax][backward]") {
+  Threads guard(4);
+  for (Dtype dt : {kFloat32, kBFloat16}) {
+    for (bool log : {false, true}) {
+      // (37, 5003) over dim 1: rows split over threads, a lane tail of 3;
+      // (3, 100, 301) over dim 1: fewer outer slices than threads, narrow bands;
+      // (2000, 40) over dim 0: one outer slice, a long walk down the columns.
+      const std::vector<std::pair<Shape, int64_t>> cases = {{{37, 5003}, 1}, {{3, 100, 301}, 1}, {{2000, 40}, 0}};
+      uint32_t seed = 10;
+      for (const auto& [shape, dim] : cases) {
+        const int64_t n = shape_numel(shape);
+        Tensor x = make(uniform_values(n, -4, 4, seed++), shape, dt, device);
+        Tensor g = make(uniform_values(n, -1, 1, seed++), shape, dt, device);
+        check_softmax_backward(g, log ? x.log_softmax(dim) : x.softmax(dim), dim, log);
+      }
+    }
+  }
+}
+
+DEVICE_TEST_CASE("softmax_backward_data of empty, size-1 and 0-dim inputs", "[reduce][softmax][backward]") {
+  for (bool log : {false, true}) {
+    for (const Shape& sizes : {Shape{0, 3}, Shape{3, 0}}) {
+      for (int64_t dim : {0, 1}) {
+        Tensor e = zeros(sizes, TensorOptions(kFloat32).device(device));
+        Tensor r = detail::softmax_backward_data(e, e, dim, log);
+        CHECK(shape(r) == sizes);
+        CHECK(r.device() == device);
+      }
+    }
+    // A softmax over a dim of size 1 is constant (1, or 0 for log_softmax):
+    // its gradient is 0 whatever grad is.
+    const double y1 = log ? 0 : 1;
+    Tensor g = make({0.5, -2, 3, 7, -1, 4}, {2, 1, 3}, kFloat64, device);
+    check_values(detail::softmax_backward_data(g, full({2, 1, 3}, y1, TensorOptions(kFloat64).device(device)), 1, log),
+                 std::vector<double>(6, 0.0));
+    Tensor s = detail::softmax_backward_data(make({5}, {}, kFloat32, device), make({y1}, {}, kFloat32, device), 0, log);
+    CHECK(shape(s).empty());
+    check_values(s, {0});
+  }
+}
+
+DEVICE_TEST_CASE("softmax_backward_data errors", "[reduce][softmax][backward][errors]") {
+  Tensor y = make({0.25, 0.75, 0.5, 0.5}, {2, 2}, kFloat32, device);
+  Tensor g = make({1, 0, 2, -2}, {2, 2}, kFloat32, device);
+  CHECK_THROWS_AS(detail::softmax_backward_data(g.reshape({4}), y, 0, false), ShapeError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g.reshape({4}), y, 0, false),
+                    "softmax_backward_data(): expected grad of the output's shape [2, 2], but got [4]");
+  CHECK_THROWS_AS(detail::softmax_backward_data(g.to(kFloat64), y, 1, true), DtypeError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g.to(kFloat64), y, 1, true),
+                    "log_softmax_backward_data(): expected grad of the output's dtype float32, but got float64; "
+                    "convert it first, e.g. grad.to(output.dtype())");
+  CHECK_THROWS_AS(detail::softmax_backward_data(g.to(kInt64), y.to(kInt64), 1, false), DtypeError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g.to(kInt64), y.to(kInt64), 1, false),
+                    "softmax_backward_data(): expected a floating output (a softmax result), but got int64");
+  CHECK_THROWS_AS(detail::softmax_backward_data(g, y, 2, false), IndexError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g, y, -3, true),
+                    "log_softmax_backward_data: dimension out of range (expected to be in range of [-2, 1], but got "
+                    "-3)");
+  CHECK_THROWS_AS(detail::softmax_backward_data(Tensor(), y, 0, false), ValueError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g, Tensor(), 0, false),
+                    "softmax_backward_data: argument 'output' is an undefined tensor (a default-constructed Tensor)");
+  if (std::optional<Device> other = test::other_device(device)) {
+    CHECK_THROWS_AS(detail::softmax_backward_data(g, y.to(*other), 1, false), DeviceError);
+    CHECK_THROWS_WITH(detail::softmax_backward_data(g, y.to(*other), 1, false),
+                      Catch::Contains("(when checking argument 'output' of softmax_backward_data)"));
+  }
+  // It records nothing, so an input that requires grad is refused while grad mode is on.
+  Tensor y_leaf = y.clone().requires_grad_();
+  CHECK_THROWS_AS(detail::softmax_backward_data(g, y_leaf, 1, false), ValueError);
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g, y_leaf, 1, false),
+                    "softmax_backward_data(): records no graph, but grad mode is on and output requires grad; call "
+                    "it inside a NoGradGuard, or write the gradient with differentiable ops (output * (grad - (grad "
+                    "* output).sum(dim, true)))");
+  CHECK_THROWS_WITH(detail::softmax_backward_data(g.clone().requires_grad_(), y, 1, true),
+                    Catch::Contains("grad mode is on and grad requires grad; call it inside a NoGradGuard, or write "
+                                    "the gradient with differentiable ops (grad - exp(output) * grad.sum(dim, true))"));
+  NoGradGuard no_grad;
+  check_values(detail::softmax_backward_data(g, y_leaf, 1, false), {0.1875, -0.1875, 1, -1});
+}
+
+TEST_CASE("the CPU softmax backward kernel writes every element", "[reduce][softmax][backward]") {
+  Threads guard(4);
+  const std::vector<std::pair<Shape, int64_t>> cases = {{{5, 7}, 1},        {{1, 3, 1}, 1},  {{37, 5003}, 1},
+                                                        {{3, 100, 301}, 1}, {{2000, 40}, 0}, {{4, 3, 70}, 0}};
+  uint32_t seed = 20;
+  for (Dtype dt : kFloatDtypes) {
+    for (const auto& [shape, dim] : cases) {
+      for (bool log : {false, true}) {
+        INFO(dt << (log ? " log_softmax" : " softmax") << " over dim " << dim << " of " << shape_str(shape));
+        const int64_t n = shape_numel(shape);
+        Tensor x = make(uniform_values(n, -4, 4, seed++), shape, dt);
+        Tensor g = make(uniform_values(n, -1, 1, seed++), shape, dt);
+        Tensor y = log ? x.log_softmax(dim) : x.softmax(dim);
+        Tensor got = full(shape, 77, TensorOptions(dt));  // poisoned
+        cpu::softmax_backward(got, g, y, dim, log);
+        test::check_close(got, composite_softmax_backward(g, y, dim, log));
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- results keep device and origin
 DEVICE_TEST_CASE("reductions return new tensors on the input's device", "[reduce]") {
   Tensor x = make({1, 2, 3, 4}, {2, 2}, kFloat32, device);
@@ -941,12 +1120,15 @@ TEST_CASE("CUDA reduction launches fill the GPU and keep their invariants", "[re
 }
 
 TEST_CASE("CUDA softmax launches cover every row element once", "[reduce][gpu-plan]") {
-  for (int64_t n : {1, 7, 32, 33, 1000, 1024, 5000, 16384, 32768, 40000}) {
-    for (int per_thread : {16, 32}) {
+  // (vec, per_thread): float rows of the forward (4, 32) and of the backward
+  // (4, 16: a lane holds grad and out), double backward rows (2, 8), 16-bit
+  // backward rows (8, 16).
+  const std::pair<int, int> lanes[] = {{4, 32}, {4, 16}, {2, 8}, {8, 16}};
+  for (int64_t n : {1, 7, 32, 33, 1000, 1024, 5000, 8192, 8193, 16384, 32768, 40000}) {
+    for (const auto& [vec, per_thread] : lanes) {
       for (bool aligned : {false, true}) {
-        const int vec = 4;
         gpu::SoftmaxLaunch L = gpu::plan_softmax(37, n, 1, vec, per_thread, aligned);
-        INFO("n " << n << ", per_thread " << per_thread);
+        INFO("n " << n << ", vec " << vec << ", per_thread " << per_thread);
         CHECK(L.vectorized == (aligned && n % vec == 0));
         CHECK(L.block_x * L.block_y % 32 == 0);
         CHECK(L.block_x * L.block_y <= gpu::kSoftmaxThreads);

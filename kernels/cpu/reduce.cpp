@@ -8,6 +8,8 @@
 //    row of accumulators instead of walking strided columns.
 // Long folds are cascaded (pairwise over blocks) so float sums stay accurate,
 // and are split across threads when there are too few outputs to share out.
+// Softmax, log_softmax and their fused backward walk (outer, n, inner) with
+// loops of their own: rows when the dim is innermost, bands of columns else.
 #include "kernels/cpu/reduce.h"
 
 #include <algorithm>
@@ -582,6 +584,91 @@ void softmax_columns(T* out, const T* in, int64_t outer, int64_t n, int64_t inne
   });
 }
 
+// ---- softmax backward: one fold per row (of grad * out, or of grad alone
+// for log_softmax), then every element's gradient from that sum. Both
+// passes read grad and out; nothing else is allocated.
+
+// What a row sums: grad * out for softmax, grad for log_softmax.
+template <bool Log, typename M>
+inline M softmax_grad_term(M g, M y) {
+  if constexpr (Log)
+    return g;
+  else
+    return g * y;
+}
+// One element's gradient from its row's sum; the same math as
+// softmax_grad_out in kernels/cuda/softmax.cu.
+template <bool Log, typename M>
+inline M softmax_grad_out(M g, M y, M sum) {
+  if constexpr (Log)
+    return g - std::exp(y) * sum;
+  else
+    return y * (g - sum);
+}
+
+template <bool Log, typename T>
+void softmax_backward_rows(T* grad_in, const T* grad, const T* out, int64_t rows, int64_t n) {
+  using M = opmath_t<T>;
+  constexpr int kLanes = 8;
+  parallel_for(0, rows, std::max<int64_t>(1, kReduceGrain / n), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* g = grad + r * n;
+      const T* y = out + r * n;
+      T* gx = grad_in + r * n;
+      M lane[kLanes];
+      for (int k = 0; k < kLanes; ++k) lane[k] = M(0);
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes)
+        for (int k = 0; k < kLanes; ++k)
+          lane[k] += softmax_grad_term<Log>(static_cast<M>(g[i + k]), static_cast<M>(y[i + k]));
+      for (; i < n; ++i) lane[0] += softmax_grad_term<Log>(static_cast<M>(g[i]), static_cast<M>(y[i]));
+      const M sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      TANDEM_SIMD
+      for (i = 0; i < n; ++i)
+        gx[i] = static_cast<T>(softmax_grad_out<Log>(static_cast<M>(g[i]), static_cast<M>(y[i]), sum));
+    }
+  });
+}
+
+// An inner dim after the softmax dim: bands of columns as softmax_columns.
+template <bool Log, typename T>
+void softmax_backward_columns(T* grad_in, const T* grad, const T* out, int64_t outer, int64_t n, int64_t inner) {
+  using M = opmath_t<T>;
+  constexpr int64_t W = kColumns<M> / 2;
+  const int64_t nthreads = num_threads();
+  int64_t width = W;
+  if (outer < nthreads && outer * n * inner > kReduceGrain)
+    width = std::clamp<int64_t>((inner * outer + nthreads - 1) / nthreads, 16, W);
+  const int64_t chunks = (inner + width - 1) / width;
+  parallel_for(0, outer * chunks, std::max<int64_t>(1, kReduceGrain / (n * width)), [&](int64_t b, int64_t e) {
+    M sum[W];
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t c0 = (t % chunks) * width, w = std::min(width, inner - c0);
+      const int64_t base = (t / chunks) * n * inner + c0;
+      const T* g = grad + base;
+      const T* y = out + base;
+      T* gx = grad_in + base;
+      for (int64_t j = 0; j < w; ++j) sum[j] = M(0);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          sum[j] += softmax_grad_term<Log>(static_cast<M>(g[i * inner + j]), static_cast<M>(y[i * inner + j]));
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          gx[i * inner + j] = static_cast<T>(
+              softmax_grad_out<Log>(static_cast<M>(g[i * inner + j]), static_cast<M>(y[i * inner + j]), sum[j]));
+    }
+  });
+}
+
+template <bool Log, typename T>
+void softmax_backward_to(const Tensor& grad_in, const Tensor& grad, const Tensor& out, const DimSplit& split) {
+  if (split.inner == 1)
+    softmax_backward_rows<Log>(grad_in.data_ptr<T>(), grad.data_ptr<T>(), out.data_ptr<T>(), split.outer, split.size);
+  else
+    softmax_backward_columns<Log>(grad_in.data_ptr<T>(), grad.data_ptr<T>(), out.data_ptr<T>(), split.outer, split.size,
+                                  split.inner);
+}
+
 }  // namespace
 
 void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams& params) {
@@ -646,6 +733,17 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
       softmax_rows(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, log);
     else
       softmax_columns(out.data_ptr<T>(), in.data_ptr<T>(), outer, n, inner, log);
+  });
+}
+
+void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& out, int64_t dim, bool log) {
+  if (grad.numel() == 0) return;
+  const DimSplit split = split_at_dim(grad.sizes(), dim);
+  dispatch_floating(grad.dtype(), log ? "log_softmax_backward (cpu)" : "softmax_backward (cpu)", [&]<typename T>() {
+    if (log)
+      softmax_backward_to<true, T>(grad_in, grad, out, split);
+    else
+      softmax_backward_to<false, T>(grad_in, grad, out, split);
   });
 }
 

@@ -1,6 +1,7 @@
 // CPU reduction kernels (sum, mean, prod, amax, amin, logsumexp, norms,
-// var/std, the arg reductions) and softmax / log_softmax. Outputs are
-// allocated by the caller; inputs already have the dtype the op computes in.
+// var/std, the arg reductions) and softmax / log_softmax with their fused
+// backward. Outputs are allocated by the caller; inputs already have the
+// dtype the op computes in.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,13 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
 // out = softmax or log_softmax of in along dim; in is contiguous, out has
 // its shape and dtype (a floating one).
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log);
+
+// The gradient of softmax (log = false) or log_softmax (log = true) along
+// dim, from the forward's output and the gradient grad flowing into it:
+//   softmax:     grad_in = out * (grad - sum(grad * out))
+//   log_softmax: grad_in = grad - exp(out) * sum(grad)
+// with the sums over dim. grad and out are contiguous, of one shape and
+// floating dtype; grad_in has the same.
+void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& out, int64_t dim, bool log);
 
 }  // namespace tandem::cpu

@@ -1,5 +1,5 @@
-// CUDA reductions and softmax, with the contract of kernels/cpu/reduce.h.
-// They launch on the current stream of the input's device.
+// CUDA reductions, softmax and its fused backward, with the contract of
+// kernels/cpu/reduce.h. They launch on the current stream of the input's device.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +22,10 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
 // out = softmax or log_softmax of in along dim; in is contiguous, out has
 // its shape and dtype (a floating one).
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log);
+
+// The gradient of softmax / log_softmax along dim (the formulas of
+// cpu::softmax_backward); grad and out contiguous, of one shape and floating
+// dtype; grad_in has the same.
+void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& out, int64_t dim, bool log);
 
 }  // namespace tandem::gpu

@@ -7,6 +7,8 @@
 //  - longer rows: a block per row, an online (max, sum) pass then the output pass;
 //  - an inner dim after the softmax dim: threads over the inner index,
 //    the softmax dim split over the block's rows, online as well.
+// The fused backward (softmax_backward) takes the same three launches, with
+// one sum per row instead of (max, sum) and two inputs (grad, out).
 // 16-bit floats compute in float and round once on store.
 #include <cmath>
 #include <cstdint>
@@ -228,6 +230,166 @@ __global__ void __launch_bounds__(kSoftmaxColumnThreads)
   }
 }
 
+// ---- backward: grad_in from the forward's output and grad, one sum per row
+// (of grad * out for softmax, of grad for log_softmax); the math of
+// softmax_grad_term / softmax_grad_out in kernels/cpu/reduce.cpp.
+
+// A lane of the register kernel holds grad and out: half the forward's slots
+// each, so that a lane keeps the forward's 128 bytes (its registers are
+// capped at 64 by the 1024-thread launch bound).
+template <typename M>
+inline constexpr int softmax_backward_per_thread = softmax_per_thread<M> / 2;
+
+template <typename M>
+__device__ __forceinline__ M softmax_grad_term(M g, M y, bool log) {
+  return log ? g : g * y;
+}
+// exp(out) of log_softmax as the forward's register kernel takes it.
+template <typename T, typename M>
+__device__ __forceinline__ M softmax_grad_out(M g, M y, M sum, bool log) {
+  return log ? g - softmax_exp<T>(y) * sum : y * (g - sum);
+}
+
+// Rows in registers, laid out as softmax_rows_kernel.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    softmax_backward_rows_kernel(const T* grad, const T* out, T* grad_in, int64_t rows, int64_t n, bool log,
+                                 bool vectorized) {
+  using M = opmath_t<T>;
+  constexpr int E = softmax_backward_per_thread<M>;
+  constexpr int V = kVecWidth<T>;
+  static_assert(E % V == 0, "the register slots hold whole vectors");
+  __shared__ M smem[kSoftmaxThreads / 32];
+  const int64_t lanes = blockDim.x, lane = threadIdx.x;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool active = row < rows;
+  const int64_t base = (active ? row : 0) * n;
+  const T* g = grad + base;
+  const T* y = out + base;
+  T* gx = grad_in + base;
+
+  // Padding slots hold 0, which adds nothing to either sum.
+  M gv[E], yv[E];
+  if (vectorized) {
+#pragma unroll
+    for (int j = 0; j < E / V; ++j) {
+      const int64_t i = softmax_slot_index(j * V, lane, lanes, V, true);
+      if (active && i < n) {
+        const Vector<T, V> a = load_vector<V>(g + i), b = load_vector<V>(y + i);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          gv[j * V + k] = load_as<M>(a.v[k]);
+          yv[j * V + k] = load_as<M>(b.v[k]);
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) gv[j * V + k] = yv[j * V + k] = M(0);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < E; ++s) {
+      const int64_t i = softmax_slot_index(s, lane, lanes, V, false);
+      const bool in_row = active && i < n;
+      gv[s] = in_row ? load_as<M>(g[i]) : M(0);
+      yv[s] = in_row ? load_as<M>(y[i]) : M(0);
+    }
+  }
+
+  M sum = 0;
+#pragma unroll
+  for (int s = 0; s < E; ++s) sum += softmax_grad_term(gv[s], yv[s], log);
+  sum = allreduce_x(sum, Plus<M>{}, M(0), smem);
+  if (!active) return;
+
+  auto result = [&](int s) { return store_as<T>(softmax_grad_out<T>(gv[s], yv[s], sum, log)); };
+  if (vectorized) {
+#pragma unroll
+    for (int j = 0; j < E / V; ++j) {
+      const int64_t i = softmax_slot_index(j * V, lane, lanes, V, true);
+      if (i < n) {
+        Vector<T, V> vec;
+#pragma unroll
+        for (int k = 0; k < V; ++k) vec.v[k] = result(j * V + k);
+        store_vector<V>(gx + i, vec);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int s = 0; s < E; ++s) {
+      const int64_t i = softmax_slot_index(s, lane, lanes, V, false);
+      if (i < n) gx[i] = result(s);
+    }
+  }
+}
+
+// Long rows: block blockIdx.x owns a row; the sum, then the gradients from a
+// second read.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    softmax_backward_rows_online_kernel(const T* grad, const T* out, T* grad_in, int64_t n, bool log, bool vectorized) {
+  using M = opmath_t<T>;
+  constexpr int V = kVecWidth<T>;
+  __shared__ M smem[kSoftmaxThreads / 32];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * n;
+  const T* g = grad + base;
+  const T* y = out + base;
+  T* gx = grad_in + base;
+  const int64_t step = blockDim.x;
+
+  M sum = 0;
+  if (vectorized) {
+    for (int64_t i = threadIdx.x; i < n / V; i += step) {
+      const Vector<T, V> a = load_vector<V>(g + i * V), b = load_vector<V>(y + i * V);
+#pragma unroll
+      for (int k = 0; k < V; ++k) sum += softmax_grad_term(load_as<M>(a.v[k]), load_as<M>(b.v[k]), log);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += step) sum += softmax_grad_term(load_as<M>(g[i]), load_as<M>(y[i]), log);
+  }
+  sum = allreduce_x(sum, Plus<M>{}, M(0), smem);
+
+  if (vectorized) {
+    for (int64_t i = threadIdx.x; i < n / V; i += step) {
+      const Vector<T, V> a = load_vector<V>(g + i * V), b = load_vector<V>(y + i * V);
+      Vector<T, V> c;
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        c.v[k] = store_as<T>(softmax_grad_out<T>(load_as<M>(a.v[k]), load_as<M>(b.v[k]), sum, log));
+      store_vector<V>(gx + i * V, c);
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < n; i += step)
+      gx[i] = store_as<T>(softmax_grad_out<T>(load_as<M>(g[i]), load_as<M>(y[i]), sum, log));
+  }
+}
+
+// (outer, n, inner), inner > 1: threads as softmax_columns_kernel.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxColumnThreads)
+    softmax_backward_columns_kernel(const T* grad, const T* out, T* grad_in, int64_t n, int64_t inner, bool log) {
+  using M = opmath_t<T>;
+  __shared__ M smem[kSoftmaxColumnThreads];
+  const int64_t chunks = (inner + blockDim.x - 1) / blockDim.x;
+  const int64_t o = blockIdx.x / chunks;
+  const int64_t i = (blockIdx.x % chunks) * blockDim.x + threadIdx.x;
+  const bool active = i < inner;
+  const int64_t base = o * n * inner + i;
+  const T* g = grad + base;
+  const T* y = out + base;
+  T* gx = grad_in + base;
+
+  M sum = 0;
+  if (active)
+    for (int64_t j = threadIdx.y; j < n; j += blockDim.y)
+      sum += softmax_grad_term(load_as<M>(g[j * inner]), load_as<M>(y[j * inner]), log);
+  M col[1] = {sum};
+  reduce_y(col, Plus<M>{}, smem);
+  if (!active) return;
+  for (int64_t j = threadIdx.y; j < n; j += blockDim.y)
+    gx[j * inner] = store_as<T>(softmax_grad_out<T>(load_as<M>(g[j * inner]), load_as<M>(y[j * inner]), col[0], log));
+}
+
 }  // namespace
 
 void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
@@ -253,6 +415,37 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
         softmax_rows_online_kernel<T><<<grid, block, 0, stream>>>(x, y, n, log, L.vectorized);
         break;
       case SoftmaxLaunch::Columns: softmax_columns_kernel<T><<<grid, block, 0, stream>>>(x, y, n, inner, log); break;
+    }
+    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
+void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& out, int64_t dim, bool log) {
+  if (grad.numel() == 0) return;
+  DeviceGuard guard(grad_in.device().index());
+  const DimSplit split = split_at_dim(grad.sizes(), dim);
+  const int64_t outer = split.outer, n = split.size, inner = split.inner;
+  const cudaStream_t stream = stream_of(grad_in);
+  dispatch_floating(grad.dtype(), log ? "log_softmax_backward (cuda)" : "softmax_backward (cuda)", [&]<typename T>() {
+    constexpr int V = kVecWidth<T>;
+    const T* g = grad.data_ptr<T>();
+    const T* y = out.data_ptr<T>();
+    T* gx = grad_in.data_ptr<T>();
+    auto on_vector = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % sizeof(Vector<T, V>) == 0; };
+    const bool aligned = on_vector(g) && on_vector(y) && on_vector(gx);
+    const SoftmaxLaunch L = plan_softmax(outer, n, inner, V, softmax_backward_per_thread<opmath_t<T>>, aligned);
+    const dim3 block(L.block_x, L.block_y);
+    const auto grid = static_cast<unsigned>(L.grid);
+    switch (L.kind) {
+      case SoftmaxLaunch::Registers:
+        softmax_backward_rows_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, outer, n, log, L.vectorized);
+        break;
+      case SoftmaxLaunch::Online:
+        softmax_backward_rows_online_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, n, log, L.vectorized);
+        break;
+      case SoftmaxLaunch::Columns:
+        softmax_backward_columns_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, n, inner, log);
+        break;
     }
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });

@@ -57,6 +57,7 @@ void copy(const Tensor&, const Tensor&) { no_cuda("copy_"); }
 void reduce(ReduceOp, const Tensor&, const Tensor&, const ReduceParams&) { no_cuda("reduce"); }
 void arg_reduce(bool, const Tensor&, const Tensor&, const Tensor&) { no_cuda("argmax"); }
 void softmax(const Tensor&, const Tensor&, int64_t, bool) { no_cuda("softmax"); }
+void softmax_backward(const Tensor&, const Tensor&, const Tensor&, int64_t, bool) { no_cuda("softmax_backward"); }
 void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("gather"); }
 void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { no_cuda("scatter_add"); }
 void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("index_select"); }

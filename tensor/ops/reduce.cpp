@@ -337,6 +337,31 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype) { return softmax_op(x, dim, dtype, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype) { return softmax_op(x, dim, dtype, true); }
 
+Tensor detail::softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax_backward_data" : "softmax_backward_data";
+  check_inputs(name, {{"grad", grad}, {"output", output}});
+  TANDEM_CHECK(grad.sizes() == output.sizes(), ShapeError, name, "(): expected grad of the output's shape ",
+               shape_str(output.sizes()), ", but got ", shape_str(grad.sizes()));
+  TANDEM_CHECK(output.is_floating_point(), DtypeError, name,
+               "(): expected a floating output (a softmax result), but got ", output.dtype());
+  TANDEM_CHECK(grad.dtype() == output.dtype(), DtypeError, name, "(): expected grad of the output's dtype ",
+               output.dtype(), ", but got ", grad.dtype(), "; convert it first, e.g. grad.to(output.dtype())");
+  const int64_t d = wrap_dim(dim, output.dim(), name);
+  TANDEM_CHECK(!GradMode::is_enabled() || (!grad.requires_grad() && !output.requires_grad()), ValueError, name,
+               "(): records no graph, but grad mode is on and ", grad.requires_grad() ? "grad" : "output",
+               " requires grad; call it inside a NoGradGuard, or write the gradient with differentiable ops (",
+               log ? "grad - exp(output) * grad.sum(dim, true)" : "output * (grad - (grad * output).sum(dim, true))",
+               ")");
+  const Tensor g = grad.contiguous(), y = output.contiguous();
+  Tensor grad_in =
+      detail::make_result(output.sizes(), output.dtype(), output.device(), Origin::computed(name, grad.origin()));
+  switch (backend_of(output.device())) {
+    case Backend::CPU: cpu::softmax_backward(grad_in, g, y, d, log); break;
+    case Backend::CUDA: gpu::softmax_backward(grad_in, g, y, d, log); break;
+  }
+  return grad_in;
+}
+
 // ---------------------------------------------------------------- Tensor members
 Tensor Tensor::sum(std::optional<Dtype> dtype) const { return tandem::sum(*this, dtype); }
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) const {

@@ -52,4 +52,17 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<Dtype> dtype = std::nullopt);
 
+namespace detail {
+// The gradient of softmax (log = false) or log_softmax (log = true) along
+// dim in one pass, from the forward's output and the gradient grad flowing
+// into it (PyTorch's _softmax_backward_data / _log_softmax_backward_data):
+//   softmax:     output * (grad - (grad * output).sum(dim, true))
+//   log_softmax: grad - exp(output) * grad.sum(dim, true)
+// grad and output: one shape, device and floating dtype, any strides; the
+// result is contiguous, of that dtype. 16-bit floats accumulate in float32.
+// It records no graph node, so it refuses an input that requires grad while
+// grad mode is on: autograd calls it only when it does not record.
+Tensor softmax_backward_data(const Tensor& grad, const Tensor& output, int64_t dim, bool log);
+}  // namespace detail
+
 }  // namespace tandem
