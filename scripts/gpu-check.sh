@@ -259,11 +259,17 @@ fi
 
 # ---------------------------------------------------------------- benchmarks
 : >"$out/bench.log"
+# bench_autograd on cuda:0 and its torch peer run last, on a share kept back
+# from the GPU benches: 3% of the budget for Tandem, 6% for torch (its import
+# and CUDA start take seconds); 13 s and 27 s at the default budget.
+autograd_bench="$build/bench/bench_autograd"
+autograd_share=0
+[ -x "$autograd_bench" ] && autograd_share=9
 if [ $built != 0 ]; then
   for f in "$build"/bench/bench_gpu_*; do
     [ -x "$f" ] && [ -f "$f" ] || continue
     name=$(basename "$f")
-    lim=$(step_limit 25 1)
+    lim=$(step_limit 25 $((1 + autograd_share)))
     [ "$lim" = 0 ] && { row "$name" "not run: no time left"; continue; }
     say ""
     say "== $name (limit $lim s), log in $out/bench.log"
@@ -284,6 +290,75 @@ if [ $built != 0 ]; then
     fi
     rm -f "$out/bench.tmp"
   done
+fi
+
+# Tandem's autograd on cuda:0 beside torch's on the same GPU, --quick (a few
+# seconds each): the time of each case, and with --compare the peer's
+# Tandem/torch table and its headline (the geometric mean of the ratios).
+# TANDEM_EMULATE_CUDA is dropped: emulated devices would time the CPU.
+if [ $built != 0 ]; then
+  name=bench_autograd
+  ag_table="$tmpbin/bench_autograd.txt" ag_peer="$tmpbin/peer_autograd_torch.txt"
+  lim=$(step_limit 3 1)
+  if [ ! -x "$autograd_bench" ]; then
+    row "$name" "FAILED: not built (bench/meson.build builds it with OpenBLAS or CUDA)"
+    fail
+  elif [ "$lim" = 0 ]; then
+    row "$name" "not run: no time left"
+  else
+    say ""
+    say "== $name --device cuda:0 --quick (limit $lim s), log in $out/bench.log"
+    say "### $name --device cuda:0 --quick" >>"$out/bench.log"
+    env -u TANDEM_EMULATE_CUDA timeout "$lim" "$autograd_bench" --device cuda:0 --quick >"$ag_table" 2>&1
+    rc=$?
+    cat "$ag_table" >>"$out/bench.log"
+    tail -3 "$ag_table"
+    # The table's columns are separated by two or more spaces; the time is the 4th.
+    step=$(awk -F '  +' '$1 == "1" && $2 == "mlp step (sgd)" { print $4 }' "$ag_table")
+    if [ $rc -ne 0 ]; then
+      if grep -q 'CUDA is not available' "$ag_table"; then
+        row "$name" "FAILED: no GPU (--device cuda:0: CUDA is not available)"
+      else
+        row "$name" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
+      fi
+      fail
+    else
+      # The peer needs a python3 with torch (the first on PATH on the GPU machine).
+      peer_py=""
+      for py in python3 /usr/bin/python3; do
+        command -v "$py" >/dev/null 2>&1 || continue
+        "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null &&
+          { peer_py=$py; break; }
+      done
+      lim=$(step_limit 6 1)
+      if [ -z "$peer_py" ]; then
+        peer="torch peer not run: no python3 with torch"
+      elif [ "$lim" = 0 ]; then
+        peer="torch peer not run: no time left"
+      else
+        say "== peer_autograd_torch.py --device cuda:0 --quick --compare ($peer_py, limit $lim s)"
+        say "### peer_autograd_torch.py --device cuda:0 --quick --compare ($peer_py)" >>"$out/bench.log"
+        env -u TANDEM_EMULATE_CUDA timeout "$lim" "$peer_py" "$root/bench/peer_autograd_torch.py" --device cuda:0 \
+          --quick --compare "$ag_table" >"$ag_peer" 2>&1
+        prc=$?
+        cat "$ag_peer" >>"$out/bench.log"
+        tail -1 "$ag_peer"
+        peer=$(grep -E '^headline:' "$ag_peer" | tail -1 | sed 's/^headline: *//')
+        [ -z "$peer" ] && peer="torch peer gave no headline line (see bench.log)"
+        if [ $prc -ne 0 ]; then
+          peer="torch peer FAILED (exit $prc$([ $prc = 124 ] && echo ', timed out')): $(tail -1 "$ag_peer" | cut -c1-120)"
+        fi
+      fi
+      case $peer in
+        "tandem/torch"*) row "$name" "cuda:0: $peer" ;;
+        *)
+          row "$name" "cuda:0: mlp step ${step:-?}; $peer"
+          fail
+          ;;
+      esac
+    fi
+  fi
+  rm -f "$ag_table" "$ag_peer"
 fi
 
 # ---------------------------------------------------------------- summary
