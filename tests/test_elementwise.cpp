@@ -1,8 +1,10 @@
 // Elementwise ops: unary math against <cmath> in double, binary ops with
 // broadcasting and PyTorch's type promotion, scalar operands, 0-dim, empty,
 // non-contiguous and expanded inputs, in-place forms and every error they
-// throw, where/clamp/masked_fill/fill_, and the parallel path, on every device;
-// then the CUDA launcher's index math (kernels/cuda/loops.h), on the cpu.
+// throw, where/clamp/masked_fill/fill_, the parallel path, and the
+// activations' fused backward ops against their composite formulas, on every
+// device; then the CUDA launcher's index math (kernels/cuda/loops.h), on the
+// cpu.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,9 +12,11 @@
 #include <limits>
 
 #include "helpers.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cuda/loops.h"
+#include "kernels/functors/op_table.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;
@@ -1253,6 +1257,28 @@ DEVICE_TEST_CASE("activation backward ops check their inputs", "[elementwise][ac
     REQUIRE_THROWS_AS(detail::silu_backward(y, y.to(*other)), DeviceError);
     REQUIRE_THROWS_WITH(detail::silu_backward(y, y.to(*other)),
                         Contains("Expected all tensors to be on the same device") && Contains("silu_backward"));
+  }
+}
+
+TEST_CASE("the activation backwards as one functor (the CUDA backend's) match the per-op functors",
+          "[elementwise][activation_backward]") {
+  const std::vector<BinaryOp> ops = {BinaryOp::ReluBackward, BinaryOp::TanhBackward,     BinaryOp::SigmoidBackward,
+                                     BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SiluBackward};
+  for (BinaryOp op : ops) {
+    for (Dtype dt : {kFloat64, kFloat32}) {
+      INFO(op_name(op) << " (" << static_cast<int>(op) << "), " << dt);
+      Tensor g = make(kActG, {16}, dt), s = make(kActX, {16}, dt);
+      Tensor want = full({16}, kNaN, TensorOptions(dt));
+      cpu::binary(op, want, g, s);
+      std::vector<double> got;
+      for (size_t i = 0; i < kActG.size(); ++i) {
+        if (dt == kFloat64)
+          got.push_back(fn::ActivationBackward<double>{op}(kActG[i], kActX[i]));
+        else
+          got.push_back(fn::ActivationBackward<float>{op}(static_cast<float>(kActG[i]), static_cast<float>(kActX[i])));
+      }
+      check_values(want, got, test::tolerance(dt));
+    }
   }
 }
 
