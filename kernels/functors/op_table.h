@@ -101,7 +101,7 @@ void visit_activation_backward(BinaryOp op, F&& f) {
 // The six activation backwards as one functor, the op a member (the same for
 // every element, so the branch is uniform): one kernel per dtype instead of
 // six. nvcc takes it, whose compile time matters more than a branch per
-// element (elementwise.cu: about +1 s instead of +7 s over 37 s); host
+// element (elementwise.cu: about +2 s instead of +7 s over 37 s); host
 // compilers take one functor per op, whose loops vectorize. Any op other than
 // the first five is taken as SiluBackward.
 template <typename M>
