@@ -77,4 +77,26 @@ Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype, D
   return t.to(dtype).reshape(shape).to(device).clone();
 }
 
+Tensor leaf(const std::vector<double>& values, IntArrayRef shape, Device device, Dtype dtype) {
+  return make(values, shape, dtype, device).requires_grad_();
+}
+
+void check_gradients(const autograd::GradcheckFn& fn, const std::vector<Tensor>& inputs, bool second_order,
+                     const autograd::GradcheckOptions& options) {
+  {
+    INFO("first order");
+    CHECK(autograd::gradcheck(fn, inputs, options) == "");
+  }
+  if (second_order) {
+    INFO("second order");
+    CHECK(autograd::gradgradcheck(fn, inputs, options) == "");
+  }
+}
+
+void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                     bool second_order, const autograd::GradcheckOptions& options) {
+  autograd::GradcheckFn wrapped = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; };
+  check_gradients(wrapped, inputs, second_order, options);
+}
+
 }  // namespace tandem::test

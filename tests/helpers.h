@@ -3,6 +3,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,19 @@ std::optional<Device> other_device(const Device& device);
 
 // A tensor of the given shape filled with the values, of dtype, on device.
 Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype = kFloat32, Device device = Device(kCPU));
+
+// make(values, shape, dtype, device) as a leaf that requires grad (float64
+// by default: gradcheck needs it).
+Tensor leaf(const std::vector<double>& values, IntArrayRef shape, Device device, Dtype dtype = kFloat64);
+
+// fn's first derivatives at inputs against finite differences
+// (autograd::gradcheck), and its second ones (gradgradcheck) unless
+// second_order is false; a mismatch fails a CHECK that prints the report.
+void check_gradients(const autograd::GradcheckFn& fn, const std::vector<Tensor>& inputs, bool second_order = true,
+                     const autograd::GradcheckOptions& options = {});
+// The same for a function with one output.
+void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                     bool second_order = true, const autograd::GradcheckOptions& options = {});
 
 }  // namespace tandem::test
 

@@ -11,13 +11,8 @@ using namespace tandem;
 using Catch::Contains;
 using test::check_close;
 using test::check_values;
+using test::leaf;
 using test::make;
-
-namespace {
-Tensor leaf(const std::vector<double>& values, IntArrayRef shape, Device device, Dtype dtype = kFloat64) {
-  return make(values, shape, dtype, device).requires_grad_();
-}
-}  // namespace
 
 DEVICE_TEST_CASE("leaves, requires_grad and grad_fn", "[autograd]") {
   Tensor x = ones({2, 2}, TensorOptions(kFloat32).device(device).requires_grad(true));

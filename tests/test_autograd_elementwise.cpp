@@ -12,28 +12,14 @@
 using namespace tandem;
 using Catch::Contains;
 using test::check_close;
+using test::check_gradients;
 using test::check_values;
+using test::leaf;
 using test::make;
 
 namespace {
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// A float64 leaf on device that requires grad.
-Tensor leaf(const std::vector<double>& values, IntArrayRef shape, Device device) {
-  return make(values, shape, kFloat64, device).requires_grad_();
-}
-
-// First and second derivatives of fn at inputs, both checked by finite differences.
-void check_gradients(const Fn& fn, const std::vector<Tensor>& inputs, bool second_order = true) {
-  autograd::GradcheckFn wrapped = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; };
-  INFO("first order");
-  CHECK(autograd::gradcheck(wrapped, inputs) == "");
-  if (second_order) {
-    INFO("second order");
-    CHECK(autograd::gradgradcheck(wrapped, inputs) == "");
-  }
-}
 
 const std::vector<double> kMixed = {-1.3, 0.4, 2.1, -0.7, 1.6, 0.9};   // no zeros
 const std::vector<double> kPositive = {0.3, 1.7, 2.4, 0.8, 1.1, 3.2};  // for log, sqrt, pow
@@ -191,19 +177,19 @@ DEVICE_TEST_CASE("values at non-differentiable points follow PyTorch", "[autogra
 }
 
 DEVICE_TEST_CASE("gradients keep their input's dtype and device", "[autograd][elementwise]") {
-  Tensor x = make({1.0, 2.0}, {2}, kFloat32, device).requires_grad_();
-  Tensor y = make({0.5, 0.25}, {2}, kFloat64, device).requires_grad_();
+  Tensor x = leaf({1.0, 2.0}, {2}, device, kFloat32);
+  Tensor y = leaf({0.5, 0.25}, {2}, device);
   (x * y).sum().backward();  // computed in float64
   REQUIRE(x.grad().dtype() == kFloat32);
   REQUIRE(y.grad().dtype() == kFloat64);
   REQUIRE(x.grad().device() == device);
   check_values(x.grad(), {0.5, 0.25});
   check_values(y.grad(), {1, 2});
-  Tensor h = make({1.0, -2.0}, {2}, kFloat16, device).requires_grad_();
+  Tensor h = leaf({1.0, -2.0}, {2}, device, kFloat16);
   (h * h).sum().backward();
   REQUIRE(h.grad().dtype() == kFloat16);
   check_values(h.grad(), {2, -4});
-  Tensor bf = make({3.0}, {1}, kBFloat16, device).requires_grad_();
+  Tensor bf = leaf({3.0}, {1}, device, kBFloat16);
   (bf.to(kFloat32) * 2.0).sum().backward();
   REQUIRE(bf.grad().dtype() == kBFloat16);
   check_values(bf.grad(), {2});
@@ -243,7 +229,7 @@ DEVICE_TEST_CASE("activation rules: the fused gradient matches the recorded comp
   for (const Activation& a : activations()) {
     for (Dtype dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
       INFO(a.name << ", " << dt);
-      Tensor x = make(kWide, {2, 3}, dt, device).requires_grad_();
+      Tensor x = leaf(kWide, {2, 3}, device, dt);
       Tensor g = make(kSeed, {2, 3}, dt, device);
       Tensor y = a.f(x);
       Tensor fused = autograd::grad({y}, {x}, {g}, /*retain_graph=*/true)[0];
@@ -289,7 +275,7 @@ DEVICE_TEST_CASE("activation rules: a gradient of another dtype takes the compos
                  "[autograd][elementwise][activation_backward]") {
   for (const Activation& a : activations()) {
     INFO(a.name);
-    Tensor x = make(kWide, {2, 3}, kFloat32, device).requires_grad_();
+    Tensor x = leaf(kWide, {2, 3}, device, kFloat32);
     Tensor x64 = x.detach().to(kFloat64).requires_grad_();
     Tensor g64 = make(kSeed, {2, 3}, kFloat64, device);
     // A float64 seed for a float32 output: the rule computes in float64 (as

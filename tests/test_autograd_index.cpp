@@ -9,6 +9,7 @@
 #include "tensor/core/shape.h"
 
 using namespace tandem;
+using test::check_gradients;
 using test::check_values;
 using test::make;
 
@@ -33,19 +34,6 @@ Tensor leaf(IntArrayRef shape, Device device, int salt = 0, bool requires_grad =
 
 Tensor index(const std::vector<double>& v, IntArrayRef shape, Device device, Dtype dt = kInt64) {
   return make(v, shape, dt, device);
-}
-
-// First and second derivatives of fn at inputs, both checked by finite differences.
-void check_gradients(const Fn& fn, const std::vector<Tensor>& inputs, bool second_order = true) {
-  autograd::GradcheckFn wrapped = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; };
-  {
-    INFO("first order");
-    CHECK(autograd::gradcheck(wrapped, inputs) == "");
-  }
-  if (second_order) {
-    INFO("second order");
-    CHECK(autograd::gradgradcheck(wrapped, inputs) == "");
-  }
 }
 
 // Whether out's node leads straight to its inputs' accumulators: the copies
@@ -93,8 +81,8 @@ DEVICE_TEST_CASE("cat: gradients of transposed leaves", "[autograd][cat]") {
 }
 
 DEVICE_TEST_CASE("cat: mixed dtypes get gradients in their own dtype", "[autograd][cat]") {
-  Tensor a = make({1.5, -2.0, 0.25, 3.0}, {2, 2}, kFloat32, device).requires_grad_();
-  Tensor b = make({0.5, -1.0}, {2, 1}, kFloat64, device).requires_grad_();
+  Tensor a = test::leaf({1.5, -2.0, 0.25, 3.0}, {2, 2}, device, kFloat32);
+  Tensor b = test::leaf({0.5, -1.0}, {2, 1}, device);
   Tensor out = cat({a, b}, 1);
   CHECK(out.dtype() == kFloat64);
   CHECK(out.sizes().vec() == Shape{2, 3});
@@ -114,7 +102,7 @@ DEVICE_TEST_CASE("cat: mixed dtypes get gradients in their own dtype", "[autogra
 
 DEVICE_TEST_CASE("cat: skipped 1-D empty inputs get an empty gradient", "[autograd][cat]") {
   // PyTorch's legacy rule: a [0] tensor joins any cat, and its gradient is an empty [0].
-  Tensor e = make({}, {0}, kFloat64, device).requires_grad_();
+  Tensor e = test::leaf({}, {0}, device);
   Tensor a = leaf({2, 2}, device, 1), b = leaf({2, 3}, device, 2);
   Fn fn = [](const std::vector<Tensor>& in) { return cat({in[0], in[1], in[2]}, 1); };
   check_gradients(fn, {a, e, b});
@@ -125,7 +113,7 @@ DEVICE_TEST_CASE("cat: skipped 1-D empty inputs get an empty gradient", "[autogr
   test::check_close(b.grad(), make(values(10, 3), {2, 5}, kFloat64, device).narrow(1, 2, 3));
 
   // Only empty inputs: the result is an empty [0] and so is each gradient.
-  Tensor f = make({}, {0}, kFloat64, device).requires_grad_();
+  Tensor f = test::leaf({}, {0}, device);
   Tensor empty = cat({e, f}, 0);
   CHECK(empty.sizes().vec() == Shape{0});
   empty.backward(make({}, {0}, kFloat64, device));
@@ -164,14 +152,14 @@ DEVICE_TEST_CASE("gather: gradients with repeated indices", "[autograd][gather]"
   check_gradients([&](const std::vector<Tensor>& in) { return in[0].t().gather(0, i1.t()); }, {t});
 
   // By hand: t (1-D), picks 1, 1, 0 -> grad [g2, g0 + g1, 0].
-  Tensor v = make({1, 2, 3}, {3}, kFloat64, device).requires_grad_();
+  Tensor v = test::leaf({1, 2, 3}, {3}, device);
   Tensor out = v.gather(0, index({1, 1, 0}, {3}, device));
   CHECK(std::string(out.grad_fn()->name()) == "GatherBackward0");
   out.backward(make({10, 20, 30}, {3}, kFloat64, device));
   check_values(v.grad(), {30, 30, 0});
 
   // 0-dim t and index.
-  Tensor s = make({2.5}, {}, kFloat64, device).requires_grad_();
+  Tensor s = test::leaf({2.5}, {}, device);
   check_gradients([&](const std::vector<Tensor>& in) { return in[0].gather(0, index({0}, {}, device)); }, {s});
 }
 
@@ -255,11 +243,11 @@ DEVICE_TEST_CASE("index_select: gradients with repeated, int32 and 0-dim indices
                     {t});
   }
   // 0-dim t.
-  Tensor s = make({1.25}, {}, kFloat64, device).requires_grad_();
+  Tensor s = test::leaf({1.25}, {}, device);
   check_gradients([&](const std::vector<Tensor>& in) { return in[0].index_select(0, index({0}, {1}, device)); }, {s});
 
   // By hand: rows 3, 0, 3 of a (4, 1) column.
-  Tensor v = make({1, 2, 3, 4}, {4, 1}, kFloat64, device).requires_grad_();
+  Tensor v = test::leaf({1, 2, 3, 4}, {4, 1}, device);
   Tensor out = v.index_select(0, index({3, 0, 3}, {3}, device, kInt32));
   CHECK(std::string(out.grad_fn()->name()) == "IndexSelectBackward0");
   out.backward(make({1, 10, 100}, {3, 1}, kFloat64, device));
@@ -277,8 +265,8 @@ DEVICE_TEST_CASE("mm: a small gradient by hand", "[autograd][mm]") {
   // a = [[1, 2], [3, 4]], b = [[5, 6, 7], [8, 9, 10]], grad = [[1, 0, 2], [0, 1, 1]]
   // grad_a = grad b^T = [[1*5 + 2*7, 1*8 + 2*10], [6 + 7, 9 + 10]] = [[19, 28], [13, 19]]
   // grad_b = a^T grad = [[1, 3, 2 + 3], [2, 4, 4 + 4]] = [[1, 3, 5], [2, 4, 8]]
-  Tensor a = make({1, 2, 3, 4}, {2, 2}, kFloat64, device).requires_grad_();
-  Tensor b = make({5, 6, 7, 8, 9, 10}, {2, 3}, kFloat64, device).requires_grad_();
+  Tensor a = test::leaf({1, 2, 3, 4}, {2, 2}, device);
+  Tensor b = test::leaf({5, 6, 7, 8, 9, 10}, {2, 3}, device);
   Tensor out = a.mm(b);
   CHECK(std::string(out.grad_fn()->name()) == "MmBackward0");
   out.backward(make({1, 0, 2, 0, 1, 1}, {2, 3}, kFloat64, device));

@@ -13,28 +13,16 @@
 
 using namespace tandem;
 using test::check_values;
+using test::leaf;
 using test::make;
 
 namespace {
 
 using Fn = std::function<Tensor(const Tensor&)>;
 
-// A float64 leaf on device that requires grad.
-Tensor leaf(const std::vector<double>& values, IntArrayRef shape, Device device) {
-  return make(values, shape, kFloat64, device).requires_grad_();
-}
-
-// First (and second) derivatives of fn at x, both checked by finite differences.
+// test::check_gradients of a function of one tensor.
 void check_gradients(const Fn& fn, const Tensor& x, bool second_order) {
-  autograd::GradcheckFn wrapped = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in[0])}; };
-  {
-    INFO("first order");
-    CHECK(autograd::gradcheck(wrapped, {x}) == "");
-  }
-  if (second_order) {
-    INFO("second order");
-    CHECK(autograd::gradgradcheck(wrapped, {x}) == "");
-  }
+  test::check_gradients([&](const std::vector<Tensor>& in) { return fn(in[0]); }, {x}, second_order);
 }
 
 // n values without zeros and without ties, in value or in |value|
@@ -441,7 +429,7 @@ DEVICE_TEST_CASE("reductions: float32 inputs get float32 gradients on their devi
   };
   for (const Case& op : ops) {
     INFO(op.name);
-    Tensor x = make(distinct_values(6), {2, 3}, kFloat32, device).requires_grad_();
+    Tensor x = leaf(distinct_values(6), {2, 3}, device, kFloat32);
     Tensor y = op.f(x);
     // A weighted loss, so that softmax's gradient is not 0.
     (y * make(distinct_values(y.numel()), y.sizes(), y.dtype(), device)).sum().backward();
@@ -450,7 +438,7 @@ DEVICE_TEST_CASE("reductions: float32 inputs get float32 gradients on their devi
     CHECK(x.grad().device() == device);
     CHECK(x.grad().sizes() == x.sizes());
     // The same gradient as in float64, to float32's precision.
-    Tensor x64 = make(distinct_values(6), {2, 3}, kFloat64, device).requires_grad_();
+    Tensor x64 = leaf(distinct_values(6), {2, 3}, device);
     Tensor y64 = op.f(x64);
     (y64 * make(distinct_values(y64.numel()), y64.sizes(), kFloat64, device)).sum().backward();
     test::check_close(x.grad(), x64.grad().to(kFloat32));
@@ -498,7 +486,7 @@ DEVICE_TEST_CASE("reductions: one node per call, named as PyTorch's", "[autograd
 }
 
 DEVICE_TEST_CASE("softmax(dim, dtype=float64) on a float32 input gives a float32 gradient", "[autograd][reduce]") {
-  Tensor x = make({0.5, -1.0, 2.0, 0.25}, {2, 2}, kFloat32, device).requires_grad_();
+  Tensor x = leaf({0.5, -1.0, 2.0, 0.25}, {2, 2}, device, kFloat32);
   Tensor y = x.softmax(1, kFloat64);
   CHECK(y.dtype() == kFloat64);
   (y * make({1, 2, 3, 4}, {2, 2}, kFloat64, device)).sum().backward();

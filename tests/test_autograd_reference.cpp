@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "reference_data.h"
 
 using namespace tandem;
 
@@ -29,46 +30,22 @@ struct Case {
   std::vector<Tensor> grads;  // one per input with requires_grad
 };
 
-Dtype parse_dtype(const std::string& s) {
-  static const std::map<std::string, Dtype> m = {
-      {"float32", kFloat32}, {"float64", kFloat64}, {"int64", kInt64}, {"bool", kBool}};
-  auto it = m.find(s);
-  if (it == m.end()) throw std::runtime_error("autograd_reference.txt: unknown dtype " + s);
-  return it->second;
-}
-
-Tensor parse_tensor(const std::string& line) {
-  std::istringstream in(line);
-  std::string tag, dtype;
-  int64_t ndim;
-  in >> tag >> dtype >> ndim;
-  if (tag != "t") throw std::runtime_error("autograd_reference.txt: expected a tensor line, got: " + line);
-  Shape sizes(ndim);
-  for (auto& s : sizes) in >> s;
-  std::vector<double> values;
-  std::string v;
-  while (in >> v) values.push_back(std::strtod(v.c_str(), nullptr));
-  // Printed with repr() from float64/float32/int64 values: the float64 round
-  // trip and the conversion back are exact.
-  Tensor flat = from_blob(values.data(), {static_cast<int64_t>(values.size())}, kFloat64);
-  return flat.to(parse_dtype(dtype)).reshape(sizes).clone();
-}
+const std::string kFile = "autograd_reference.txt";
 
 // "key=value" from the words of a case line.
 std::string attr(const std::map<std::string, std::string>& attrs, const std::string& key) {
   auto it = attrs.find(key);
-  if (it == attrs.end()) throw std::runtime_error("autograd_reference.txt: a case has no " + key);
+  if (it == attrs.end()) throw std::runtime_error(kFile + ": a case has no " + key);
   return it->second;
 }
 
 std::vector<Case> load_cases() {
-  std::ifstream f(TANDEM_TEST_DATA "/autograd_reference.txt");
-  if (!f) throw std::runtime_error("cannot open " TANDEM_TEST_DATA "/autograd_reference.txt");
+  std::ifstream f = test::open_reference(kFile);
   std::vector<Case> cases;
   std::string line;
   auto next_tensor = [&] {
-    if (!std::getline(f, line)) throw std::runtime_error("autograd_reference.txt: truncated");
-    return parse_tensor(line);
+    if (!std::getline(f, line)) throw std::runtime_error(kFile + ": truncated");
+    return test::parse_tensor(line, kFile);
   };
   while (std::getline(f, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -77,17 +54,12 @@ std::vector<Case> load_cases() {
     Case c;
     int n_in;
     in >> tag >> c.name >> n_in;
-    std::map<std::string, std::string> attrs;
-    std::string kv;
-    while (in >> kv) {
-      auto eq = kv.find('=');
-      attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+    std::map<std::string, std::string> attrs = test::parse_attrs(in);
     std::istringstream flags(attr(attrs, "requires_grad"));
     std::string flag;
     while (std::getline(flags, flag, ',')) c.requires_grad.push_back(flag == "1");
     if (static_cast<int>(c.requires_grad.size()) != n_in)
-      throw std::runtime_error("autograd_reference.txt: case " + c.name + " has a requires_grad flag count unlike " +
+      throw std::runtime_error(kFile + ": case " + c.name + " has a requires_grad flag count unlike " +
                                std::to_string(n_in) + " inputs");
     for (int i = 0; i < n_in; ++i) c.inputs.push_back(next_tensor());
     if (attr(attrs, "seed") == "1") c.seed = next_tensor();

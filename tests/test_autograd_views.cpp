@@ -6,6 +6,7 @@
 
 using namespace tandem;
 using Catch::Contains;
+using test::check_gradients;
 using test::check_values;
 using test::make;
 
@@ -22,15 +23,14 @@ Tensor leaf(IntArrayRef shape, Device device) {
 // input and gradgradcheck runs the view's rule on a gradient with history.
 Tensor curve(const Tensor& v) { return v * v.sin(); }
 
-// gradcheck and gradgradcheck of the view `view_fn` of the first input, as
-// the view itself and through curve().
+// check_gradients of the view `view_fn` of the first input, as the view
+// itself and through curve().
 void check_view(const std::function<Tensor(const Tensor&)>& view_fn, const std::vector<Tensor>& inputs) {
   Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor v = view_fn(in[0]);
     return std::vector<Tensor>{v, curve(v)};
   };
-  REQUIRE(autograd::gradcheck(fn, inputs) == "");
-  REQUIRE(autograd::gradgradcheck(fn, inputs) == "");
+  check_gradients(fn, inputs);
 }
 
 std::string grad_fn_name(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : "(none)"; }
@@ -103,16 +103,14 @@ DEVICE_TEST_CASE("expand and expand_as: gradients", "[autograd][views]") {
   // expand_as against a tensor that requires grad: only self gets a gradient.
   Tensor like = leaf({2, 3, 4}, device);
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{curve(in[0].expand_as(in[1]))}; };
-  REQUIRE(autograd::gradcheck(fn, {x, like}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {x, like}) == "");
+  check_gradients(fn, {x, like});
   // A broadcast used twice: the gradient sums over the copies.
   Tensor y = leaf({1, 4}, device);
   Fn twice = [](const std::vector<Tensor>& in) {
     Tensor e = in[0].expand({3, 4});
     return std::vector<Tensor>{e * e.t().t() + e.exp()};
   };
-  REQUIRE(autograd::gradcheck(twice, {y}) == "");
-  REQUIRE(autograd::gradgradcheck(twice, {y}) == "");
+  check_gradients(twice, {y});
 }
 
 DEVICE_TEST_CASE("slice and narrow: gradients", "[autograd][views]") {
@@ -146,25 +144,22 @@ DEVICE_TEST_CASE("split and chunk pieces used by different functions: gradients"
     std::vector<Tensor> p = in[0].split(2, 0);
     return std::vector<Tensor>{p[0].sin() + p[1].exp() * p[2]};
   };
-  REQUIRE(autograd::gradcheck(split_fn, {x}) == "");
-  REQUIRE(autograd::gradgradcheck(split_fn, {x}) == "");
+  check_gradients(split_fn, {x});
   // Uneven sizes; one piece unused (its rows get zero gradient).
   Fn sizes_fn = [](const std::vector<Tensor>& in) {
     std::vector<Tensor> p = in[0].split({1, 2, 3}, 0);
     return std::vector<Tensor>{p[0] * p[2].narrow(0, 1, 1), p[2].slice(0, 0, 3, 2).exp()};
   };
-  REQUIRE(autograd::gradcheck(sizes_fn, {x}) == "");
-  REQUIRE(autograd::gradgradcheck(sizes_fn, {x}) == "");
+  check_gradients(sizes_fn, {x});
   Tensor y = leaf({4, 6}, device);
   Fn chunk_fn = [](const std::vector<Tensor>& in) {
     std::vector<Tensor> c = in[0].chunk(3, 1);
     return std::vector<Tensor>{c[0] * c[1] - c[2].sin(), c[2].t()};
   };
-  REQUIRE(autograd::gradcheck(chunk_fn, {y}) == "");
-  REQUIRE(autograd::gradgradcheck(chunk_fn, {y}) == "");
+  check_gradients(chunk_fn, {y});
 
   // Each piece's gradient lands in its own rows.
-  Tensor z = make({0, 1, 2, 3, 4, 5}, {6}, kFloat64, device).requires_grad_();
+  Tensor z = test::leaf({0, 1, 2, 3, 4, 5}, {6}, device);
   std::vector<Tensor> p = z.chunk(3);
   Tensor out = p[0] * 2 + p[1] * 3 + p[2] * p[2];
   out.backward(ones_like(out));
@@ -187,8 +182,7 @@ DEVICE_TEST_CASE("chains of views of non-contiguous leaves: gradients", "[autogr
     Tensor b = in[1].narrow(0, 3, 2);        // (2, 4)
     return std::vector<Tensor>{a * b, (a - b).select(1, 0)};
   };
-  REQUIRE(autograd::gradcheck(fn, {x, y}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {x, y}) == "");
+  check_gradients(fn, {x, y});
 }
 
 // ---------------------------------------------------------------- nodes
@@ -247,17 +241,17 @@ DEVICE_TEST_CASE("views record nothing without grad", "[autograd][views]") {
 DEVICE_TEST_CASE("a rule of a view gives the gradient in the input's layout", "[autograd][views]") {
   // Hand-computed: y = x.t().slice(0, 1, 3) * w, so dy/dx is w placed back
   // where the slice took it from, transposed.
-  Tensor x = make({0, 1, 2, 3, 4, 5}, {2, 3}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({0, 1, 2, 3, 4, 5}, {2, 3}, device);
   Tensor w = make({10, 20, 30, 40}, {2, 2}, kFloat64, device);
   Tensor y = x.t().slice(0, 1, 3) * w;  // rows 1..2 of x.t(): (2, 2)
   y.backward(ones_like(y));
   check_values(x.grad(), {0, 10, 30, 0, 20, 40});
   // expand sums back; select scatters into zeros.
-  Tensor z = make({1, 2}, {2, 1}, kFloat64, device).requires_grad_();
+  Tensor z = test::leaf({1, 2}, {2, 1}, device);
   Tensor e = z.expand({2, 3}) * make({1, 2, 3, 4, 5, 6}, {2, 3}, kFloat64, device);
   e.backward(ones_like(e));
   check_values(z.grad(), {6, 15});
-  Tensor s = make({1, 2, 3, 4, 5, 6}, {3, 2}, kFloat64, device).requires_grad_();
+  Tensor s = test::leaf({1, 2, 3, 4, 5, 6}, {3, 2}, device);
   Tensor r = s.select(0, -1) * 7;
   r.backward(ones_like(r));
   check_values(s.grad(), {0, 0, 0, 0, 7, 7});
@@ -268,7 +262,7 @@ DEVICE_TEST_CASE("a rule of a view gives the gradient in the input's layout", "[
 DEVICE_TEST_CASE("in-place op on a view: CopySlices on the base", "[autograd][views][inplace]") {
   // PyTorch: x = ones(3, 2, requires_grad=True); y = x * 2; y[1].mul_(3);
   // y.sum().backward() -> x.grad = [[2, 2], [6, 6], [2, 2]].
-  Tensor x = make({1, 2, 3, 4, 5, 6}, {3, 2}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({1, 2, 3, 4, 5, 6}, {3, 2}, device);
   Tensor y = x * 2;
   Tensor row = y.select(0, 1);
   row.mul_(3);
@@ -291,16 +285,14 @@ DEVICE_TEST_CASE("in-place ops on views: gradients", "[autograd][views][inplace]
     y.select(0, 1).mul_(in[1]);
     return std::vector<Tensor>{y, curve(y)};
   };
-  REQUIRE(autograd::gradcheck(mul_row, {x, w}) == "");
-  REQUIRE(autograd::gradgradcheck(mul_row, {x, w}) == "");
+  check_gradients(mul_row, {x, w});
   // The same story with mul_ by a number and add_.
   Fn scale_row = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] * 1.5;
     y.select(0, 1).mul_(2.5).add_(in[1].sin());
     return std::vector<Tensor>{y, curve(y)};
   };
-  REQUIRE(autograd::gradcheck(scale_row, {x, w}) == "");
-  REQUIRE(autograd::gradgradcheck(scale_row, {x, w}) == "");
+  check_gradients(scale_row, {x, w});
   // A strided, non-contiguous view; two in-place ops on different views.
   Tensor c = leaf({3, 2}, device);
   Fn two = [](const std::vector<Tensor>& in) {
@@ -309,8 +301,7 @@ DEVICE_TEST_CASE("in-place ops on views: gradients", "[autograd][views][inplace]
     y.narrow(1, 0, 1).mul_(-2).add_(in[0].narrow(1, 3, 1) * in[0].narrow(1, 2, 1));
     return std::vector<Tensor>{y * y};
   };
-  REQUIRE(autograd::gradcheck(two, {x, c}) == "");
-  REQUIRE(autograd::gradgradcheck(two, {x, c}) == "");
+  check_gradients(two, {x, c});
   // The base read after an in-place op on a view of a view.
   Fn nested = [](const std::vector<Tensor>& in) {
     Tensor y = in[0].sin();
@@ -318,22 +309,20 @@ DEVICE_TEST_CASE("in-place ops on views: gradients", "[autograd][views][inplace]
     v.select(1, 2).copy_(in[1].narrow(0, 0, 2) * 3);
     return std::vector<Tensor>{y, v * v};
   };
-  REQUIRE(autograd::gradcheck(nested, {x, w}) == "");
-  REQUIRE(autograd::gradgradcheck(nested, {x, w}) == "");
+  check_gradients(nested, {x, w});
   // fill_ through a view: the filled elements get no gradient.
   Fn filled = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] * in[0];
     y.select(1, 0).fill_(2);
     return std::vector<Tensor>{y.exp()};
   };
-  REQUIRE(autograd::gradcheck(filled, {x}) == "");
-  REQUIRE(autograd::gradgradcheck(filled, {x}) == "");
+  check_gradients(filled, {x});
 }
 
 DEVICE_TEST_CASE("copy_ into a view of a tensor without grad", "[autograd][views][inplace]") {
   // PyTorch: buf = zeros(4, 3); buf[0:2].copy_(x) -> buf.requires_grad;
   // buf.sum().backward() -> x.grad = ones.
-  Tensor x = make({1, 2, 3, 4, 5, 6}, {2, 3}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({1, 2, 3, 4, 5, 6}, {2, 3}, device);
   Tensor buf = zeros({4, 3}, TensorOptions(kFloat64).device(device));
   CHECK_FALSE(buf.requires_grad());
   buf.narrow(0, 0, 2).copy_(x);
@@ -350,14 +339,13 @@ DEVICE_TEST_CASE("copy_ into a view of a tensor without grad", "[autograd][views
     b.slice(0, 1, 4, 2).t().copy_(in[0].sin());
     return std::vector<Tensor>{b * b};
   };
-  REQUIRE(autograd::gradcheck(fn, {a}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {a}) == "");
+  check_gradients(fn, {a});
 }
 
 DEVICE_TEST_CASE("a view taken before an in-place op on its base", "[autograd][views][inplace]") {
   // PyTorch: y = x * 1; v = y[0]; y.mul_(2); v.sum().backward() ->
   // x.grad row 0 is 2, the others 0; v.grad_fn is AsStridedBackward0.
-  Tensor x = make({1, 2, 3, 4, 5, 6}, {3, 2}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({1, 2, 3, 4, 5, 6}, {3, 2}, device);
   Tensor y = x * 1;
   Tensor v = y.select(0, 0);
   CHECK(grad_fn_name(v) == "SelectBackward0");
@@ -375,14 +363,13 @@ DEVICE_TEST_CASE("a view taken before an in-place op on its base", "[autograd][v
     y.narrow(0, 1, 1).mul_(0.5).add_(in[0].narrow(0, 2, 1).sin());
     return std::vector<Tensor>{t, curve(t)};
   };
-  REQUIRE(autograd::gradcheck(fn, {z}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {z}) == "");
+  check_gradients(fn, {z});
 }
 
 DEVICE_TEST_CASE("a stale expanded view sums its repeated elements", "[autograd][views][inplace]") {
   // PyTorch: y = x * 1 (x: (3, 1)); e = y.expand(3, 4); y.mul_(2);
   // (e * w).sum().backward() -> x.grad = 2 * w.sum(1).
-  Tensor x = make({1, 2, 3}, {3, 1}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({1, 2, 3}, {3, 1}, device);
   Tensor w = make({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {3, 4}, kFloat64, device);
   Tensor y = x * 1;
   Tensor e = y.expand({3, 4});
@@ -399,8 +386,7 @@ DEVICE_TEST_CASE("a stale expanded view sums its repeated elements", "[autograd]
     y.mul_(3).add_(in[0].exp());
     return std::vector<Tensor>{e, curve(e)};
   };
-  REQUIRE(autograd::gradcheck(fn, {z}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {z}) == "");
+  check_gradients(fn, {z});
 }
 
 DEVICE_TEST_CASE("in-place op on a view of a strided base", "[autograd][views][inplace]") {
@@ -416,12 +402,11 @@ DEVICE_TEST_CASE("in-place op on a view of a strided base", "[autograd][views][i
     b.select(0, 2).mul_(3).add_(in[0].select(0, 0).sin());
     return std::vector<Tensor>{b * b, curve(before)};
   };
-  REQUIRE(autograd::gradcheck(fn, {x}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {x}) == "");
+  check_gradients(fn, {x});
 }
 
 DEVICE_TEST_CASE("in-place op on a view of a leaf that requires grad", "[autograd][views][inplace]") {
-  Tensor x = make({1, 2, 3, 4}, {2, 2}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({1, 2, 3, 4}, {2, 2}, device);
   REQUIRE_THROWS_WITH(x.select(0, 0).mul_(2),
                       Contains("a view of a leaf tensor that requires grad is being used in an in-place operation"));
   REQUIRE_THROWS_WITH(x.t().narrow(0, 1, 1).copy_(zeros({1, 2}, TensorOptions(kFloat64).device(device))),
@@ -440,7 +425,7 @@ DEVICE_TEST_CASE("in-place op on a view of a leaf that requires grad", "[autogra
 }
 
 DEVICE_TEST_CASE("detach shares storage and drops history", "[autograd][views][inplace]") {
-  Tensor x = make({0.5, 1, 1.5, 2}, {2, 2}, kFloat64, device).requires_grad_();
+  Tensor x = test::leaf({0.5, 1, 1.5, 2}, {2, 2}, device);
   Tensor y = x.exp();
   Tensor d = y.detach();
   CHECK(d.shares_storage(y));
@@ -487,6 +472,5 @@ DEVICE_TEST_CASE("double backward through in-place ops that keep self's old valu
     row.mul_(row.clone()).add_(1).log_();  // log(1 + (1.5 x)^2)
     return std::vector<Tensor>{y};
   };
-  REQUIRE(autograd::gradcheck(fn, {x, w}) == "");
-  REQUIRE(autograd::gradgradcheck(fn, {x, w}) == "");
+  check_gradients(fn, {x, w});
 }

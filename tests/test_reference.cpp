@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "reference_data.h"
 
 using namespace tandem;
 
@@ -20,34 +21,10 @@ struct Case {
   std::vector<Tensor> inputs, outputs;
 };
 
-Dtype parse_dtype(const std::string& s) {
-  static const std::map<std::string, Dtype> m = {{"float32", kFloat32},   {"float64", kFloat64}, {"float16", kFloat16},
-                                                 {"bfloat16", kBFloat16}, {"int64", kInt64},     {"int32", kInt32},
-                                                 {"uint8", kUInt8},       {"bool", kBool}};
-  auto it = m.find(s);
-  if (it == m.end()) throw std::runtime_error("reference.txt: unknown dtype " + s);
-  return it->second;
-}
-
-Tensor parse_tensor(const std::string& line) {
-  std::istringstream in(line);
-  std::string tag, dtype;
-  int64_t ndim;
-  in >> tag >> dtype >> ndim;
-  Shape sizes(ndim);
-  for (auto& s : sizes) in >> s;
-  std::vector<double> values;
-  std::string v;
-  while (in >> v) values.push_back(std::strtod(v.c_str(), nullptr));
-  // The values were printed from tensors of this dtype, so the float64
-  // round trip and the conversion back are exact.
-  Tensor flat = from_blob(values.data(), {static_cast<int64_t>(values.size())}, kFloat64);
-  return flat.to(parse_dtype(dtype)).reshape(sizes).clone();
-}
+const std::string kFile = "reference.txt";
 
 std::vector<Case> load_cases() {
-  std::ifstream f(TANDEM_TEST_DATA "/reference.txt");
-  if (!f) throw std::runtime_error("cannot open " TANDEM_TEST_DATA "/reference.txt");
+  std::ifstream f = test::open_reference(kFile);
   std::vector<Case> cases;
   std::string line;
   while (std::getline(f, line)) {
@@ -57,14 +34,10 @@ std::vector<Case> load_cases() {
     Case c;
     int n_in, n_out;
     in >> tag >> c.name >> c.op >> n_in >> n_out;
-    std::string kv;
-    while (in >> kv) {
-      auto eq = kv.find('=');
-      c.attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
+    c.attrs = test::parse_attrs(in);
     for (int i = 0; i < n_in + n_out; ++i) {
       std::getline(f, line);
-      (i < n_in ? c.inputs : c.outputs).push_back(parse_tensor(line));
+      (i < n_in ? c.inputs : c.outputs).push_back(test::parse_tensor(line, kFile));
     }
     cases.push_back(std::move(c));
   }
