@@ -8,17 +8,16 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_common.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
 #include "tensor/ops/runtime.h"
@@ -27,70 +26,38 @@ using namespace tandem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::fmt_ratio;
+using bench::fmt_time;
+using bench::fmt_value;
+using bench::selected;
 
-// A sample batches calls until it lasts this long, so the clock's own cost
-// stays far below the time of a short call.
-constexpr double kSampleSeconds = 1e-3;
-constexpr size_t kMinSamples = 5, kMaxSamples = 2000;
-
-struct Config {
-  bool quick = false;
-  std::string filter;
+// The common options, and this program's settings.
+struct Config : bench::Options {
   Device device = kCPU;  // where every tensor of the cases lives (resolved: cuda has its index)
   double scale = 1;      // of each section's sampling budget (--quick: 1/4)
   int threads = 1;       // threads of the current pass, for Tandem, OpenBLAS and the ceilings
 };
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 using Fn = std::function<void()>;
 
 // A GPU runs a launch after the call that queued it returned: a timed batch
 // ends when the device has finished its work, not when the host has queued it.
-void wait_for(Device device) {
-  if (device.is_cuda()) cuda::synchronize(device.index());
-}
-
-// Samples of one callable: its first call warms up (page faults, BLAS
-// buffers, the caching allocator, the first gradients), its second sizes
-// the batch.
-struct Sampler {
-  const Fn& f;
+struct WaitFor {
   Device device;
-  int64_t batch = 1;
-  std::vector<double> samples;
-
-  Sampler(const Fn& fn, Device dev) : f(fn), device(dev) {
-    f();
-    wait_for(device);
-    auto t0 = Clock::now();
-    f();
-    wait_for(device);
-    batch = std::max<int64_t>(1, static_cast<int64_t>(kSampleSeconds / std::max(seconds_since(t0), 1e-9)));
-  }
-  void sample() {
-    auto t0 = Clock::now();
-    for (int64_t i = 0; i < batch; ++i) f();
-    wait_for(device);
-    samples.push_back(seconds_since(t0) / static_cast<double>(batch));
-  }
-  bool enough(Clock::time_point start, double budget_s) const {
-    return samples.size() >= kMinSamples && (samples.size() >= kMaxSamples || seconds_since(start) >= budget_s);
-  }
-  double median() {
-    auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
-    std::nth_element(samples.begin(), mid, samples.end());
-    return *mid;
+  void operator()() const {
+    if (device.is_cuda()) cuda::synchronize(device.index());
   }
 };
+
+using Sampler = bench::Sampler<Fn, WaitFor>;
 
 // Median seconds per call of each callable, their samples interleaved so that
 // a change in the machine's load touches all of them alike.
 std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
   std::vector<Sampler> s;
   s.reserve(fns.size());
-  for (const Fn& f : fns) s.emplace_back(f, device);
+  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
   auto done = [&](Clock::time_point start) {
     return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
   };
@@ -103,45 +70,15 @@ std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device
 
 // ---------------------------------------------------------------- table
 
-std::string fmt(const char* f, double v, const char* unit) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return std::string(buf) + " " + unit;
-}
-
-std::string fmt_time(double s) {
-  if (s < 1e-6) return fmt("%.1f", s * 1e9, "ns");
-  if (s < 1e-3) return fmt("%.2f", s * 1e6, "us");
-  if (s < 1) return fmt("%.2f", s * 1e3, "ms");
-  return fmt("%.3f", s, "s");
-}
-
-std::string fmt_value(double v, const char* unit) {
-  return fmt(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v, unit);
-}
-
-std::string fmt_ratio(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", r);
-  return buf;
-}
-
 // Columns are separated by two or more spaces and no field holds two in a
 // row, so peer_autograd_torch.py can read the table back. A derived line
 // (a ratio of two timed lines) has "-" for its time.
 void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
                 const std::string& figure, const std::string& reference, const std::string& ratio) {
-  std::printf("%-4s  %-20s  %-20s  %10s  %16s  %24s  %6s\n", thr.c_str(), name.c_str(), size.c_str(), time.c_str(),
-              figure.c_str(), reference.c_str(), ratio.c_str());
-  std::fflush(stdout);
+  bench::print_row("%-4s  %-20s  %-20s  %10s  %16s  %24s  %6s\n", thr, name, size, time, figure, reference, ratio);
 }
 
 void print_header() { print_line("thr", "case", "size", "time", "figure", "reference", "ratio"); }
-
-bool selected(const Config& cfg, const std::string& section, const std::string& name) {
-  return cfg.filter.empty() || section.find(cfg.filter) != std::string::npos ||
-         name.find(cfg.filter) != std::string::npos;
-}
 
 // ---------------------------------------------------------------- cases
 
@@ -450,21 +387,10 @@ void print_preamble(const Config& cfg, int hardware_threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg;
   std::string device = "cpu";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      cfg.quick = true;
-      cfg.scale = 0.25;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      cfg.filter = argv[++i];
-    } else if (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      device = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]\n", argv[0]);
-      return 2;
-    }
-  }
+  Config cfg;
+  bench::parse_options(argc, argv, cfg, &device);
+  if (cfg.quick) cfg.scale = 0.25;
   const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {
     // "cuda" -> cuda:<current>; without a GPU, Tandem's error says why and how to emulate one.

@@ -4,7 +4,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_common.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
 
@@ -25,49 +25,18 @@ using namespace tandem;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::fmt;
+using bench::fmt_ratio;
+using bench::fmt_time;
+using bench::fmt_value;
+using bench::Sampler;
+using bench::selected;
 
-// A sample batches calls until it lasts this long, so the clock's own cost
-// stays far below the time of a 1 us op.
-constexpr double kSampleSeconds = 1e-3;
-constexpr size_t kMinSamples = 5, kMaxSamples = 2000;
-
-struct Config {
-  bool quick = false;
-  std::string filter;
+// The common options, and this program's settings.
+struct Config : bench::Options {
   double budget_s = 0.2;  // timed samples per measurement stop after about this long
   int threads = 1;        // threads of the current pass, for Tandem, OpenBLAS and the ceilings
-};
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Samples of one callable: its first call warms up (page faults, BLAS
-// buffers, thread start-up), its second sizes the batch.
-template <typename F>
-struct Sampler {
-  const F& f;
-  int64_t batch = 1;
-  std::vector<double> samples;
-
-  explicit Sampler(const F& fn) : f(fn) {
-    f();
-    auto t0 = Clock::now();
-    f();
-    batch = std::max<int64_t>(1, static_cast<int64_t>(kSampleSeconds / std::max(seconds_since(t0), 1e-9)));
-  }
-  void sample() {
-    auto t0 = Clock::now();
-    for (int64_t i = 0; i < batch; ++i) f();
-    samples.push_back(seconds_since(t0) / static_cast<double>(batch));
-  }
-  bool enough(Clock::time_point start, double budget_s) const {
-    return samples.size() >= kMinSamples && (samples.size() >= kMaxSamples || seconds_since(start) >= budget_s);
-  }
-  double median() {
-    auto mid = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
-    std::nth_element(samples.begin(), mid, samples.end());
-    return *mid;
-  }
 };
 
 // Median seconds per call of f.
@@ -181,44 +150,20 @@ void gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const
 
 // ---------------------------------------------------------------- table
 
-std::string fmt(const char* f, double v, const char* unit) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return std::string(buf) + " " + unit;
-}
-
-std::string fmt_time(double s) {
-  if (s < 1e-6) return fmt("%.1f", s * 1e9, "ns");
-  if (s < 1e-3) return fmt("%.2f", s * 1e6, "us");
-  if (s < 1) return fmt("%.2f", s * 1e3, "ms");
-  return fmt("%.3f", s, "s");
-}
-
 // Columns are separated by two or more spaces and no field holds two in a
 // row, so peer_torch.py can read the table back.
 void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
                 const std::string& figure, const std::string& ceiling, const std::string& ratio) {
-  std::printf("%-4s %-26s %-12s %11s %15s %24s %6s\n", thr.c_str(), name.c_str(), size.c_str(), time.c_str(),
-              figure.c_str(), ceiling.c_str(), ratio.c_str());
-  std::fflush(stdout);
+  bench::print_row("%-4s %-26s %-12s %11s %15s %24s %6s\n", thr, name, size, time, figure, ceiling, ratio);
 }
 
 void print_header() { print_line("thr", "case", "size", "time", "figure", "ceiling", "ratio"); }
 
-bool selected(const Config& cfg, const std::string& section, const std::string& name) {
-  return cfg.filter.empty() || section.find(cfg.filter) != std::string::npos ||
-         name.find(cfg.filter) != std::string::npos;
-}
-
 // One table line: `figure` and `ceiling` in `unit`, higher is better; ratio = figure / ceiling.
 void report(const Config& cfg, const std::string& name, const std::string& size, double time_s, double figure,
             double ceiling, const char* unit, const char* ceiling_kind) {
-  const char* f = figure >= 100 ? "%.0f" : figure >= 10 ? "%.1f" : "%.2f";
-  const char* c = ceiling >= 100 ? "%.0f" : ceiling >= 10 ? "%.1f" : "%.2f";
-  char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.2f", figure / ceiling);
-  print_line(std::to_string(cfg.threads), name, size, fmt_time(time_s), fmt(f, figure, unit),
-             fmt(c, ceiling, unit) + " " + ceiling_kind, ratio);
+  print_line(std::to_string(cfg.threads), name, size, fmt_time(time_s), fmt_value(figure, unit),
+             fmt_value(ceiling, unit) + " " + ceiling_kind, fmt_ratio(figure / ceiling));
 }
 
 // A memory-bound op moving `traffic` bytes (read + written) per call, against
@@ -357,17 +302,8 @@ void run_pass(Config cfg, int threads) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      cfg.quick = true;
-      cfg.budget_s = 0.05;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      cfg.filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTR]\n", argv[0]);
-      return 2;
-    }
-  }
+  bench::parse_options(argc, argv, cfg);
+  if (cfg.quick) cfg.budget_s = 0.05;
   const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {
     manual_seed(0);

@@ -15,8 +15,6 @@ where no OpenBLAS is found, torch.mm under torch.no_grad() on the same device. O
 ends with torch.cuda.synchronize().
 """
 import argparse
-import ctypes
-import ctypes.util
 import math
 import os
 import re
@@ -26,8 +24,10 @@ import time
 
 import torch
 
-SAMPLE_SECONDS = 1e-3  # a sample batches calls until it lasts this long
-MIN_SAMPLES, MAX_SAMPLES = 5, 2000
+# From peer_torch.py (this file's folder): the sampling, the OpenBLAS loader, and writing and reading the table's
+# fields.
+from peer_torch import (NO_TRANS, ROW_MAJOR, TRANS, Sampler, fmt_time, fmt_value, load_openblas, parse_time,
+                        table_lines)
 
 
 def wait_for(device):
@@ -36,35 +36,10 @@ def wait_for(device):
         torch.cuda.synchronize(device)
 
 
-class Sampler:
-    """Samples of one callable; its first call warms up, its second sizes the batch."""
-
-    def __init__(self, f, device):
-        self.f, self.device = f, device
-        f()
-        wait_for(device)
-        t0 = time.perf_counter()
-        f()
-        wait_for(device)
-        self.batch = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-9)))
-        self.samples = []
-
-    def sample(self):
-        t0 = time.perf_counter()
-        for _ in range(self.batch):
-            self.f()
-        wait_for(self.device)
-        self.samples.append((time.perf_counter() - t0) / self.batch)
-
-    def enough(self, start, budget):
-        n = len(self.samples)
-        return n >= MIN_SAMPLES and (n >= MAX_SAMPLES or time.perf_counter() - start >= budget)
-
-
 def time_all(fns, budget, device):
     """Median seconds per call of each callable, their samples interleaved so that a change in the machine's load
     touches all of them alike."""
-    s = [Sampler(f, device) for f in fns]
+    s = [Sampler(f, lambda: wait_for(device)) for f in fns]
     start = time.perf_counter()
     while not all(x.enough(start, budget) for x in s):
         for x in s:
@@ -74,22 +49,7 @@ def time_all(fns, budget, device):
 
 # ---------------------------------------------------------------- OpenBLAS through ctypes
 
-def load_openblas():
-    """The OpenBLAS library, or None where there is none (a GPU machine may lack it: the cpu ceiling is then
-    torch.mm)."""
-    try:
-        blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
-    except OSError:
-        return None
-    i, p = ctypes.c_int, ctypes.c_void_p
-    blas.cblas_sgemm.argtypes = [i, i, i, i, i, i, ctypes.c_float, p, i, p, i, ctypes.c_float, p, i]
-    blas.cblas_sgemm.restype = None
-    blas.openblas_get_config.restype = ctypes.c_char_p
-    return blas
-
-
-_blas = load_openblas()
-ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+_blas = load_openblas()  # None where there is none: the cpu ceiling is then torch.mm
 
 
 def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
@@ -98,20 +58,6 @@ def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
 
 
 # ---------------------------------------------------------------- table (the format of bench_autograd.cpp)
-
-def fmt_time(s):
-    if s < 1e-6:
-        return f"{s * 1e9:.1f} ns"
-    if s < 1e-3:
-        return f"{s * 1e6:.2f} us"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.3f} s"
-
-
-def fmt_value(v, unit):
-    return (f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}") + " " + unit
-
 
 def print_line(thr, name, size, t, figure, reference, ratio):
     print(f"{thr:<4}  {name:<20}  {size:<20}  {t:>10}  {figure:>16}  {reference:>24}  {ratio:>6}", flush=True)
@@ -339,23 +285,9 @@ class Bench:
 
 # ---------------------------------------------------------------- comparison with bench_autograd's table
 
-UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-
-
 def read_table(path):
     """{(thr, case, size): (seconds or None, ratio)} from a table in the format above."""
-    rows = {}
-    with open(path) as f:
-        for line in f:
-            fields = re.split(r"\s{2,}", line.strip())
-            if line.startswith("#") or len(fields) != 7 or fields[0] == "thr":
-                continue
-            t = None
-            if fields[3] != "-":
-                value, unit = fields[3].split()
-                t = float(value) * UNITS[unit]
-            rows[(fields[0], fields[1], fields[2])] = (t, fields[6])
-    return rows
+    return {(f[0], f[1], f[2]): (parse_time(f[3]), f[6]) for f in table_lines(path)}
 
 
 def table_device(path):

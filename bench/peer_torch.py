@@ -16,6 +16,7 @@ import math
 import os
 import re
 import statistics
+import sys
 import time
 
 import torch
@@ -25,13 +26,16 @@ MIN_SAMPLES, MAX_SAMPLES = 5, 2000
 
 
 class Sampler:
-    """Samples of one callable; its first call warms up, its second sizes the batch."""
+    """Samples of one callable; its first call warms up, its second sizes the batch. wait, when given, runs before
+    the clock is read after a call or a batch, to end the work the calls left queued (a GPU's launches)."""
 
-    def __init__(self, f):
-        self.f = f
+    def __init__(self, f, wait=None):
+        self.f, self.wait = f, wait or (lambda: None)
         f()
+        self.wait()
         t0 = time.perf_counter()
         f()
+        self.wait()
         self.batch = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-9)))
         self.samples = []
 
@@ -39,6 +43,7 @@ class Sampler:
         t0 = time.perf_counter()
         for _ in range(self.batch):
             self.f()
+        self.wait()
         self.samples.append((time.perf_counter() - t0) / self.batch)
 
     def enough(self, start, budget):
@@ -66,14 +71,23 @@ def time_pair(op, ceiling, budget):
 
 # ---------------------------------------------------------------- OpenBLAS through ctypes
 
-_blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+def load_openblas():
+    """The OpenBLAS library with cblas_sgemm and cblas_dgemm typed, or None where there is none (a GPU machine may
+    lack it)."""
+    try:
+        blas = ctypes.CDLL(ctypes.util.find_library("openblas") or "libopenblas.so.0")
+    except OSError:
+        return None
+    i, p = ctypes.c_int, ctypes.c_void_p
+    for name, real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
+        getattr(blas, name).argtypes = [i, i, i, i, i, i, real, p, i, p, i, real, p, i]
+        getattr(blas, name).restype = None
+    blas.openblas_get_config.restype = ctypes.c_char_p
+    return blas
+
+
+_blas = load_openblas()
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
-_int, _ptr = ctypes.c_int, ctypes.c_void_p
-for _name, _real in (("cblas_sgemm", ctypes.c_float), ("cblas_dgemm", ctypes.c_double)):
-    getattr(_blas, _name).argtypes = [_int, _int, _int, _int, _int, _int, _real, _ptr, _int, _ptr, _int, _real, _ptr,
-                                      _int]
-    getattr(_blas, _name).restype = None
-_blas.openblas_get_config.restype = ctypes.c_char_p
 
 
 def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
@@ -225,17 +239,27 @@ class Bench:
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def read_table(path):
-    """{(thr, case, size): seconds} from a table in the format above."""
-    rows = {}
+def table_lines(path):
+    """The seven fields of each line of a table in the format above (columns two or more spaces apart), without
+    the comments and the header."""
     with open(path) as f:
         for line in f:
             fields = re.split(r"\s{2,}", line.strip())
-            if line.startswith("#") or len(fields) != 7 or fields[0] == "thr":
-                continue
-            value, unit = fields[3].split()
-            rows[(fields[0], fields[1], fields[2])] = float(value) * UNITS[unit]
-    return rows
+            if not (line.startswith("#") or len(fields) != 7 or fields[0] == "thr"):
+                yield fields
+
+
+def parse_time(field):
+    """Seconds of a time field ("1.23 us"), None for "-"."""
+    if field == "-":
+        return None
+    value, unit = field.split()
+    return float(value) * UNITS[unit]
+
+
+def read_table(path):
+    """{(thr, case, size): seconds} from a table in the format above."""
+    return {(f[0], f[1], f[2]): parse_time(f[3]) for f in table_lines(path)}
 
 
 def print_comparison(tandem_rows, torch_rows):
@@ -253,6 +277,8 @@ def main():
     p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
     p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_ops's output: print Tandem/torch time ratios")
     args = p.parse_args()
+    if _blas is None:
+        sys.exit("peer_torch: no OpenBLAS library found: its cblas_?gemm is the GEMM ceiling here")
 
     torch.manual_seed(0)
     threads_all = os.cpu_count() or 1
