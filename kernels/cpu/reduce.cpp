@@ -546,17 +546,23 @@ void softmax_rows(T* out, const T* in, int64_t rows, int64_t n, bool log) {
   });
 }
 
+// The width of the column bands of softmax_columns and its backward: W, or
+// narrower when there are fewer outer slices than threads, so that every
+// thread gets a band.
+int64_t softmax_band_width(int64_t W, int64_t outer, int64_t n, int64_t inner) {
+  const int64_t nthreads = num_threads();
+  if (outer < nthreads && outer * n * inner > kReduceGrain)
+    return std::clamp<int64_t>((inner * outer + nthreads - 1) / nthreads, 16, W);
+  return W;
+}
+
 // Softmax over a dim with inner elements after it: a band of up to W
 // columns at a time, walking the dim with stride inner, row by row.
 template <typename T>
 void softmax_columns(T* out, const T* in, int64_t outer, int64_t n, int64_t inner, bool log) {
   using M = opmath_t<T>;
   constexpr int64_t W = kColumns<M> / 2;
-  // Narrower bands when there are fewer outer slices than threads.
-  const int64_t nthreads = num_threads();
-  int64_t width = W;
-  if (outer < nthreads && outer * n * inner > kReduceGrain)
-    width = std::clamp<int64_t>((inner * outer + nthreads - 1) / nthreads, 16, W);
+  const int64_t width = softmax_band_width(W, outer, n, inner);
   const int64_t chunks = (inner + width - 1) / width;
   parallel_for(0, outer * chunks, std::max<int64_t>(1, kReduceGrain / (n * width)), [&](int64_t b, int64_t e) {
     M max[W], sum[W];
@@ -635,10 +641,7 @@ template <bool Log, typename T>
 void softmax_backward_columns(T* grad_in, const T* grad, const T* out, int64_t outer, int64_t n, int64_t inner) {
   using M = opmath_t<T>;
   constexpr int64_t W = kColumns<M> / 2;
-  const int64_t nthreads = num_threads();
-  int64_t width = W;
-  if (outer < nthreads && outer * n * inner > kReduceGrain)
-    width = std::clamp<int64_t>((inner * outer + nthreads - 1) / nthreads, 16, W);
+  const int64_t width = softmax_band_width(W, outer, n, inner);
   const int64_t chunks = (inner + width - 1) / width;
   parallel_for(0, outer * chunks, std::max<int64_t>(1, kReduceGrain / (n * width)), [&](int64_t b, int64_t e) {
     M sum[W];

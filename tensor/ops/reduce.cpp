@@ -115,21 +115,26 @@ void check_mean_dtype(const Tensor& x, std::optional<Dtype> dtype) {
   }
 }
 
+// The largest or smallest values over r (amax/amin, and max()/min() over
+// everything); the node (op) keeps the input and the output.
+Tensor extremum(const Tensor& x, const ReduceShape& r, bool keepdim, bool is_max, GradOp op, const char* name) {
+  Recorder rec(op, {x});
+  Tensor out = reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
+  if (rec) {
+    record_reduction(rec, r, keepdim);
+    rec.save(x);
+    rec.save_output(out);
+  }
+  return rec.finish(out);
+}
+
 Tensor max_min_all(const Tensor& x, bool is_max) {
   const char* name = is_max ? "max" : "min";
   check_defined(name, {{"self", x}});
   TANDEM_CHECK(x.numel() > 0, ValueError, name,
                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
                "the 'dim' argument.");
-  Recorder rec(is_max ? GradOp::MaxAll : GradOp::MinAll, {x});
-  ReduceShape r = reduce_shape(x, {}, false, name);
-  Tensor out = reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
-  if (rec) {
-    record_reduction(rec, r, false);
-    rec.save(x);
-    rec.save_output(out);
-  }
-  return rec.finish(out);
+  return extremum(x, reduce_shape(x, {}, false, name), false, is_max, is_max ? GradOp::MaxAll : GradOp::MinAll, name);
 }
 
 std::tuple<Tensor, Tensor> max_min_dim(const Tensor& x, int64_t dim, bool keepdim, bool is_max) {
@@ -153,14 +158,7 @@ Tensor amax_amin(const Tensor& x, IntArrayRef dims, bool keepdim, bool is_max) {
   check_defined(name, {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, name);
   check_nonzero_reduced(x, r, name);
-  Recorder rec(is_max ? GradOp::Amax : GradOp::Amin, {x});
-  Tensor out = reduce_op(is_max ? ReduceOp::Amax : ReduceOp::Amin, name, x, r, x.origin());
-  if (rec) {
-    record_reduction(rec, r, keepdim);
-    rec.save(x);
-    rec.save_output(out);
-  }
-  return rec.finish(out);
+  return extremum(x, r, keepdim, is_max, is_max ? GradOp::Amax : GradOp::Amin, name);
 }
 
 Tensor argmax_argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool is_max) {
