@@ -1,3 +1,5 @@
 #!/bin/sh
 # Lists the headers meson installs (paths relative to the source root).
-cd "$(dirname "$0")/.." && find autograd tandem tensor kernels -name '*.h' | sort
+cd "$(dirname "$0")/.." && for d in autograd tandem tensor kernels nn optim; do
+  [ -d "$d" ] && find "$d" -name '*.h'
+done | sort

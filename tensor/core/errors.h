@@ -37,6 +37,15 @@ class NotImplementedError : public Error {
 class CudaError : public Error {
   using Error::Error;
 };
+// A name that is not there: a state-dict key, a module or parameter name.
+class KeyError : public Error {
+  using Error::Error;
+};
+// A file that cannot be read or written as what it claims to be: truncated,
+// corrupt, or a header that lies about its contents.
+class SerializationError : public Error {
+  using Error::Error;
+};
 class InternalError : public Error {
   using Error::Error;
 };

@@ -450,4 +450,25 @@ Tensor& Tensor::detach_() {
 
 uint64_t Tensor::_version() const { return storage()->version(); }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  TANDEM_CHECK(defined() && new_data.defined(), ValueError, "set_data: both tensors must be defined");
+  TANDEM_CHECK(!(impl_->autograd && impl_->autograd->requires_grad) || tandem::is_floating_point(new_data.dtype()),
+               DtypeError, "set_data: a tensor that requires grad needs floating point data, got ", new_data.dtype());
+  TensorImpl& self = *impl_;
+  const TensorImpl& src = *new_data.impl();
+  const bool same_kind = self.dtype == src.dtype && self.storage->device() == src.storage->device();
+  self.storage = src.storage;
+  self.sizes = src.sizes;
+  self.strides = src.strides;
+  self.offset = src.offset;
+  self.dtype = src.dtype;
+  self.origin = src.origin;
+  self.view_base = src.view_base;
+  self.view_base_history = src.view_base_history;
+  self.view_made_without_grad = src.view_made_without_grad;
+  // An AccumulateGrad node still held by an old graph describes the old
+  // data; a new graph must make a new one (PyTorch resets it the same way).
+  if (!same_kind && self.autograd) self.autograd->grad_accumulator.reset();
+}
+
 }  // namespace tandem

@@ -17,6 +17,10 @@ struct Origin {
   Kind root_kind = Kind::Unknown;
   const char* file = "";
   uint32_t line = 0;
+  // What the tensor is to the user, when it is more than a value: "parameter
+  // 'fc1.weight'" for the parameters and buffers of a module (nn::Module sets
+  // it). Interned (intern_label), so that copying an Origin stays cheap.
+  const char* label = nullptr;
 
   static Origin created(const char* op, const std::source_location& loc) {
     return {Kind::Created, op, op, Kind::Created, loc.file_name(), loc.line()};
@@ -37,7 +41,12 @@ struct Origin {
   }
   // "created by tandem::zeros at train.cpp:12", "moved by .to() at ...",
   // "computed by add from a tensor created by tandem::randn at ...".
+  // With a label: "parameter 'fc1.weight', moved by Module::to() at ...".
   std::string describe() const;
 };
+
+// A stable copy of `text`, kept for the life of the program: labels are few
+// (one per parameter or buffer name) and Origins point at them.
+const char* intern_label(const std::string& text);
 
 }  // namespace tandem

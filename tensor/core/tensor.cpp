@@ -1,7 +1,9 @@
 // The core members of Tensor: metadata queries and raw data access.
 #include "tensor/core/tensor.h"
 
+#include <mutex>
 #include <ostream>
+#include <unordered_set>
 
 #include "tensor/core/shape.h"
 
@@ -51,15 +53,27 @@ void Tensor::check_data_dtype(Dtype requested) const {
 std::string Origin::describe() const {
   auto where = [&]() { return detail::str_cat(" at ", file, ":", line); };
   auto verb = [](Kind k) { return k == Kind::Moved ? "moved by " : "created by "; };
+  std::string named = label != nullptr ? detail::str_cat(label, ", ") : std::string();
   switch (kind) {
-    case Kind::Unknown: return "of unknown origin";
+    case Kind::Unknown: return label != nullptr ? std::string(label) : "of unknown origin";
     case Kind::Created:
-    case Kind::Moved: return detail::str_cat(verb(kind), op, where());
+    case Kind::Moved: return detail::str_cat(named, verb(kind), op, where());
     case Kind::Computed:
+      if (label != nullptr) {
+        if (root_kind == Kind::Unknown) return detail::str_cat("computed by ", op, " from ", label);
+        return detail::str_cat("computed by ", op, " from ", label, ", ", verb(root_kind), root_op, where());
+      }
       if (root_kind == Kind::Unknown) return detail::str_cat("computed by ", op);
       return detail::str_cat("computed by ", op, " from a tensor ", verb(root_kind), root_op, where());
   }
   return "";
+}
+
+const char* intern_label(const std::string& text) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> labels;  // node-based: pointers stay valid
+  std::lock_guard<std::mutex> lock(mutex);
+  return labels.insert(text).first->c_str();
 }
 
 std::string shape_str(IntArrayRef shape) {

@@ -164,6 +164,11 @@ class Tensor {
   Tensor& detach_();
   // The storage's version counter: bumped by every in-place write.
   uint64_t _version() const;
+  // Gives this tensor new_data's storage, shape, dtype, device and origin,
+  // keeping its identity and autograd state (requires_grad, grad): how
+  // nn::Module::to() moves parameters so that every handle to them, an
+  // optimizer's included, sees the move.
+  void set_data(const Tensor& new_data) const;
   // Backward pass from this tensor: gradient is d(loss)/d(this), required
   // unless this has one element; retain_graph defaults to create_graph.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
