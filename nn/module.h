@@ -125,6 +125,7 @@ class Module : public std::enable_shared_from_this<Module> {
   //   )
   // A layer overrides pretty_print to show its options.
   virtual void pretty_print(std::ostream& stream) const;
+  friend std::ostream& operator<<(std::ostream& stream, const Module& module);
 
  protected:
   // Called by to() after each tensor moved, for layers that cache something

@@ -1,0 +1,10 @@
+// Everything of tandem::nn: modules, layers, functionals, init.
+#pragma once
+
+#include "nn/functional/activation.h"
+#include "nn/functional/linear.h"
+#include "nn/init.h"
+#include "nn/module.h"
+#include "nn/modules/activation.h"
+#include "nn/modules/container.h"
+#include "nn/modules/linear.h"
