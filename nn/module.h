@@ -183,6 +183,12 @@ class ModuleHolder {
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
 
+  // Indexes the module (Sequential, ModuleList).
+  template <typename Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
+
   // Calls the module's forward.
   template <typename... Args>
   decltype(auto) operator()(Args&&... args) {
