@@ -72,6 +72,13 @@ GradList apply_rule(Node& node, const Tensor& grad) {
     case GradOp::Mm:
     case GradOp::Bmm:
     case GradOp::Matmul: return index_backward(node, grad);
+    case GradOp::Convolution:
+    case GradOp::MaxPool2d:
+    case GradOp::AvgPool2d:
+    case GradOp::AdaptiveAvgPool2d: return conv_backward(node, grad);
+    case GradOp::BatchNorm:
+    case GradOp::LayerNorm:
+    case GradOp::Embedding: return norm_backward(node, grad);
   }
   TANDEM_INTERNAL_ASSERT(false, "no derivative rule for ", node.name());
   return {};

@@ -19,5 +19,7 @@ GradList elementwise_backward(Node& node, const Tensor& grad);  // rules_element
 GradList reduce_backward(Node& node, const Tensor& grad);       // rules_reduce.cpp
 GradList view_backward(Node& node, const Tensor& grad);         // rules_views.cpp
 GradList index_backward(Node& node, const Tensor& grad);        // rules_index.cpp: joins, indexing, matrix products
+GradList conv_backward(Node& node, const Tensor& grad);         // rules_conv.cpp: convolution, pooling
+GradList norm_backward(Node& node, const Tensor& grad);         // rules_norm.cpp: batch and layer norm, embedding
 
 }  // namespace tandem::autograd

@@ -87,6 +87,15 @@ enum class GradOp : uint8_t {
   Mm,
   Bmm,
   Matmul,
+  // layers (tensor/ops/conv.cpp, pool.cpp: autograd/rules_conv.cpp)
+  Convolution,
+  MaxPool2d,
+  AvgPool2d,
+  AdaptiveAvgPool2d,
+  // normalisation and lookup (tensor/ops/norm.cpp: autograd/rules_norm.cpp)
+  BatchNorm,
+  LayerNorm,
+  Embedding,
 };
 
 const char* grad_op_name(GradOp op);  // "MulBackward0"

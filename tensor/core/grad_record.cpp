@@ -86,6 +86,13 @@ const char* grad_op_name(GradOp op) {
     case GradOp::Mm: return "MmBackward0";
     case GradOp::Bmm: return "BmmBackward0";
     case GradOp::Matmul: return "MatmulBackward0";
+    case GradOp::Convolution: return "ConvolutionBackward0";
+    case GradOp::MaxPool2d: return "MaxPool2DWithIndicesBackward0";
+    case GradOp::AvgPool2d: return "AvgPool2DBackward0";
+    case GradOp::AdaptiveAvgPool2d: return "AdaptiveAvgPool2DBackward0";
+    case GradOp::BatchNorm: return "NativeBatchNormBackward0";
+    case GradOp::LayerNorm: return "NativeLayerNormBackward0";
+    case GradOp::Embedding: return "EmbeddingBackward0";
   }
   return "?";
 }

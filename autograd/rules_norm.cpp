@@ -1,0 +1,11 @@
+// Derivative rules of the norm family (see autograd/rules.h).
+#include "autograd/rules.h"
+
+namespace tandem::autograd {
+
+GradList norm_backward(Node& node, const Tensor&) {
+  TANDEM_INTERNAL_ASSERT(false, "no derivative rule for ", node.name());
+  return {};
+}
+
+}  // namespace tandem::autograd
