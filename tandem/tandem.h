@@ -4,6 +4,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/gradcheck.h"
+#include "nn/functional/loss.h"
 #include "nn/nn.h"
 #include "tandem/version.h"
 #include "tensor/core/device.h"
