@@ -21,6 +21,7 @@ struct Origin {
   // 'fc1.weight'" for the parameters and buffers of a module (nn::Module sets
   // it). Interned (intern_label), so that copying an Origin stays cheap.
   const char* label = nullptr;
+  const char* root_label = nullptr;  // for Computed: the label of the tensor upstream
 
   static Origin created(const char* op, const std::source_location& loc) {
     return {Kind::Created, op, op, Kind::Created, loc.file_name(), loc.line()};
@@ -34,14 +35,17 @@ struct Origin {
     if (from.kind != Kind::Computed) {
       o.root_op = from.op;
       o.root_kind = from.kind;
+      o.root_label = from.label;
     }
     o.kind = Kind::Computed;
     o.op = op;
+    o.label = nullptr;  // a result is not the parameter it came from
     return o;
   }
   // "created by tandem::zeros at train.cpp:12", "moved by .to() at ...",
   // "computed by add from a tensor created by tandem::randn at ...".
-  // With a label: "parameter 'fc1.weight', moved by Module::to() at ...".
+  // With labels: "parameter 'fc1.weight', moved by Module::to() at ...",
+  // "computed by mm from parameter 'fc1.weight', moved by ...".
   std::string describe() const;
 };
 

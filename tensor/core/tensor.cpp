@@ -53,18 +53,16 @@ void Tensor::check_data_dtype(Dtype requested) const {
 std::string Origin::describe() const {
   auto where = [&]() { return detail::str_cat(" at ", file, ":", line); };
   auto verb = [](Kind k) { return k == Kind::Moved ? "moved by " : "created by "; };
-  std::string named = label != nullptr ? detail::str_cat(label, ", ") : std::string();
+  const std::string named = label != nullptr ? detail::str_cat(label, ", ") : std::string();
   switch (kind) {
     case Kind::Unknown: return label != nullptr ? std::string(label) : "of unknown origin";
     case Kind::Created:
     case Kind::Moved: return detail::str_cat(named, verb(kind), op, where());
-    case Kind::Computed:
-      if (label != nullptr) {
-        if (root_kind == Kind::Unknown) return detail::str_cat("computed by ", op, " from ", label);
-        return detail::str_cat("computed by ", op, " from ", label, ", ", verb(root_kind), root_op, where());
-      }
-      if (root_kind == Kind::Unknown) return detail::str_cat("computed by ", op);
-      return detail::str_cat("computed by ", op, " from a tensor ", verb(root_kind), root_op, where());
+    case Kind::Computed: {
+      if (root_kind == Kind::Unknown) return detail::str_cat(named, "computed by ", op);
+      const std::string root = root_label != nullptr ? detail::str_cat(root_label, ", ") : "a tensor ";
+      return detail::str_cat(named, "computed by ", op, " from ", root, verb(root_kind), root_op, where());
+    }
   }
   return "";
 }
