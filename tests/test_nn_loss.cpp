@@ -588,3 +588,100 @@ TEST_CASE("loss options chain as libtorch's and keep their defaults", "[nn][loss
   CHECK(std::string(nn::reduction_name(kMean)) == "mean");
   CHECK(std::string(nn::reduction_name(kSum)) == "sum");
 }
+
+// ---------------------------------------------------------------- modules
+
+TEST_CASE("loss modules print as PyTorch's and hold their weights as buffers", "[nn][loss][module]") {
+  Tensor w = test::make({1, 2, 3}, {3}, kFloat64);
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(w).label_smoothing(0.1));
+  std::ostringstream s;
+  s << ce << " " << nn::NLLLoss() << " " << nn::MSELoss() << " " << nn::L1Loss(kSum) << " " << nn::BCEWithLogitsLoss();
+  CHECK(s.str() == "CrossEntropyLoss() NLLLoss() MSELoss() L1Loss() BCEWithLogitsLoss()");
+  CHECK(ce->weight.is_same(w));
+  CHECK(ce->options.label_smoothing() == 0.1);
+  CHECK(ce->parameters().empty());
+  auto buffers = ce->named_buffers();
+  REQUIRE(buffers.size() == 1);
+  CHECK(buffers.contains("weight"));
+  CHECK(ce->state_dict().contains("weight"));
+  // Without weights nothing is registered, as PyTorch's None buffers.
+  CHECK(nn::CrossEntropyLoss()->named_buffers().size() == 0);
+  CHECK(nn::NLLLoss()->state_dict().size() == 0);
+  nn::BCEWithLogitsLoss bce(nn::BCEWithLogitsLossOptions().pos_weight(w));
+  CHECK(bce->named_buffers().size() == 1);
+  CHECK(bce->named_buffers().contains("pos_weight"));
+  CHECK_FALSE(bce->weight.defined());
+}
+
+DEVICE_TEST_CASE("loss modules compute their functional with their options", "[nn][loss][module]") {
+  Tensor x = test::make({0.5, -1, 2, 0.25, 1, -0.5, 0.3, 0.2, -0.1}, {3, 3}, kFloat64, device);
+  Tensor t = ids({2, 0, 1}, {3}, device);
+  Tensor w = test::make({0.5, 2, 1}, {3}, kFloat64, device);
+  auto ce_opts = nn::CrossEntropyLossOptions().weight(w).ignore_index(0).reduction(kSum).label_smoothing(0.2);
+  test::check_close(nn::CrossEntropyLoss(ce_opts)(x, t), F::cross_entropy(x, t, ce_opts));
+  auto nll_opts = nn::NLLLossOptions().weight(w).reduction(kNone);
+  test::check_close(nn::NLLLoss(nll_opts)(x, t), F::nll_loss(x, t, nll_opts));
+  Tensor y = x.sigmoid();
+  test::check_close(nn::MSELoss(kSum)(x, y), F::mse_loss(x, y, kSum));
+  test::check_close(nn::L1Loss()(x, y), F::l1_loss(x, y));
+  auto bce_opts = nn::BCEWithLogitsLossOptions().weight(w).pos_weight(w * 2).reduction(kNone);
+  test::check_close(nn::BCEWithLogitsLoss(bce_opts)(x, y), F::binary_cross_entropy_with_logits(x, y, bce_opts));
+}
+
+// A criterion built on the cpu and moved with the model: its weights follow.
+DEVICE_TEST_CASE("a moved loss module takes its weights along; a forgotten one names the loss", "[nn][loss][module]") {
+  if (device.is_cpu()) return;
+  Tensor x = test::make({0.5, -1, 2, 0.25, 1, -0.5}, {2, 3}, kFloat64, device);
+  Tensor t = ids({2, 0}, {2}, device);
+  Tensor w = test::make({0.5, 2, 1}, {3}, kFloat64);
+  Tensor expected = F::cross_entropy(x.cpu(), t.cpu(), F::CrossEntropyFuncOptions().weight(w));
+
+  nn::CrossEntropyLoss forgotten(nn::CrossEntropyLossOptions().weight(w.clone()));
+  REQUIRE_THROWS_AS(forgotten(x, t), DeviceError);
+  REQUIRE_THROWS_WITH(forgotten(x, t), Contains("Expected all tensors to be on the same device") &&
+                                           Contains("(when checking argument 'weight' of cross_entropy)") &&
+                                           Contains("buffer 'weight'"));
+  nn::BCEWithLogitsLoss bce_forgotten(nn::BCEWithLogitsLossOptions().pos_weight(w.clone()));
+  REQUIRE_THROWS_WITH(bce_forgotten(x, x.sigmoid()),
+                      Contains("(when checking argument 'pos_weight' of binary_cross_entropy_with_logits)") &&
+                          Contains("buffer 'pos_weight'"));
+  nn::NLLLoss nll_forgotten(nn::NLLLossOptions().weight(w.clone()));
+  REQUIRE_THROWS_WITH(nll_forgotten(x, t), Contains("(when checking argument 'weight' of nll_loss)"));
+
+  nn::CrossEntropyLoss moved(nn::CrossEntropyLossOptions().weight(w.clone()));
+  moved->to(device);
+  CHECK(moved->weight.device() == device);
+  CHECK(moved->options.weight().device() == device);
+  CHECK(moved->named_buffers()["weight"].device() == device);
+  Tensor loss = moved(x, t);
+  CHECK(loss.device() == device);
+  test::check_close(loss, expected);
+
+  nn::BCEWithLogitsLoss bce(nn::BCEWithLogitsLossOptions().weight(w.clone()).pos_weight(w.clone()));
+  bce->to(device);
+  CHECK(bce->weight.device() == device);
+  CHECK(bce->pos_weight.device() == device);
+  test::check_close(bce(x, x.sigmoid()), F::binary_cross_entropy_with_logits(
+                                             x.cpu(), x.cpu().sigmoid(),
+                                             F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w).pos_weight(w)));
+}
+
+// A criterion registered in a model moves with it.
+TEST_CASE("a loss module inside a model moves with the model", "[nn][loss][module]") {
+  std::optional<Device> gpu;
+  for (const Device& d : test::devices())
+    if (d.is_cuda()) gpu = d;
+  if (!gpu) return;
+  struct NetImpl : nn::Module {
+    NetImpl()
+        : criterion(register_module("criterion", nn::CrossEntropyLoss(nn::CrossEntropyLossOptions().weight(
+                                                     test::make({1, 2, 3}, {3}, kFloat64))))) {}
+    nn::CrossEntropyLoss criterion;
+  };
+  auto net = std::make_shared<NetImpl>();
+  CHECK(net->named_buffers().contains("criterion.weight"));
+  net->to(*gpu);
+  CHECK(net->criterion->weight.device() == *gpu);
+  Tensor x = test::make({0.5, -1, 2}, {1, 3}, kFloat64, *gpu);
+  CHECK(net->criterion(x, ids({1}, {1}, *gpu)).device() == *gpu);
+}
