@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "helpers.h"
+#include "nn/serialize.h"
 #include "tensor/io/json.h"
 #include "tensor/io/safetensors.h"
 
@@ -60,14 +61,17 @@ std::string bytes_of(const Tensor& t) {
   return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
-// Same dtype, shape, device and bits (NaN payloads and -0.0 included).
-void check_same(const Tensor& actual, const Tensor& expected, Device device) {
+// Same dtype, shape, device and bits (NaN payloads and -0.0 included); a
+// loaded tensor is also contiguous and does not require grad.
+void check_same(const Tensor& actual, const Tensor& expected, Device device, bool loaded = true) {
   REQUIRE(actual.defined());
   CHECK(actual.dtype() == expected.dtype());
   CHECK(actual.sizes() == expected.sizes());
   CHECK(actual.device() == device);
-  CHECK(actual.is_contiguous());
-  CHECK(!actual.requires_grad());
+  if (loaded) {
+    CHECK(actual.is_contiguous());
+    CHECK(!actual.requires_grad());
+  }
   CHECK(bytes_of(actual) == bytes_of(expected));
 }
 
@@ -103,6 +107,40 @@ std::string load_error(const TempDir& dir, const std::string& bytes, const std::
   }
   FAIL("no " << typeid(Error).name() << " loading " << name);
   return "";
+}
+
+// A small model: a Linear, a float buffer and an int64 buffer.
+struct NetImpl : nn::Module {
+  NetImpl() : fc(register_module("fc", nn::Linear(3, 2))) {
+    running = register_buffer("running", zeros({2}));
+    count = register_buffer("count", zeros({}, kInt64));
+  }
+  Tensor forward(const Tensor& x) { return fc(x) + running; }
+  nn::Linear fc;
+  Tensor running, count;
+};
+TANDEM_MODULE(Net);
+
+// A Net on device with known values in every tensor of its state.
+Net make_net(Device device, double base) {
+  Net net;
+  net->to(device);
+  NoGradGuard no_grad;
+  net->fc->weight.copy_(test::make({base, base + 1, base + 2, base + 3, base + 4, base + 5}, {2, 3}));
+  net->fc->bias.copy_(test::make({-base, base / 2}, {2}));
+  net->running.copy_(test::make({base * 10, base * 20}, {2}));
+  net->count.fill_(static_cast<int64_t>(base));
+  return net;
+}
+
+void check_same_state(const nn::Module& actual, const nn::Module& expected) {
+  OrderedDict<std::string, Tensor> a = actual.state_dict(), e = expected.state_dict();
+  REQUIRE(a.keys() == e.keys());
+  for (const auto& item : e) {
+    INFO(item.first);
+    check_same(a[item.first], item.second, item.second.device(), /*loaded=*/false);
+    CHECK(a[item.first].requires_grad() == item.second.requires_grad());
+  }
 }
 
 }  // namespace
@@ -433,7 +471,7 @@ TEST_CASE("safetensors: a saved device that does not exist here is a DeviceError
                                  "': tensor 'w' was saved from cuda:5. Attempting to deserialize object on a CUDA "
                                  "device but CUDA is not available (") &&
                             Contains("). If you are running on a CPU-only machine, pass map_location to load the "
-                                     "tensors on the cpu, e.g. load_file(path, Device(\"cpu\"))"));
+                                     "tensors on the cpu: map_location = Device(\"cpu\")"));
   } else {
     REQUIRE_THROWS_WITH(
         st::load_file(path),
@@ -441,8 +479,8 @@ TEST_CASE("safetensors: a saved device that does not exist here is a DeviceError
                  "': tensor 'w' was saved from cuda:5. Attempting to deserialize object on CUDA device 5 but there "
                  "are " +
                  std::to_string(cuda::device_count()) + " CUDA devices (cuda:0 to cuda:") &&
-            Contains("). Pass map_location to load the tensors on an existing device, e.g. load_file(path, "
-                     "Device(\"cuda:0\")) or Device(\"cpu\")"));
+            Contains("). Pass map_location to load the tensors on an existing device, e.g. map_location = "
+                     "Device(\"cuda:0\") or Device(\"cpu\")"));
   }
   REQUIRE_THROWS_WITH(st::load_bytes(craft(header, f32_bytes(3))), Contains("load_bytes: '<bytes>': tensor 'w'"));
   // map_location is the fix.
@@ -789,4 +827,277 @@ TEST_CASE("safetensors: a failed save leaves the previous file as it was", "[che
   st::save_file(third, path);
   CHECK(st::load_file(path).tensors.keys() == std::vector<std::string>{"v"});
   CHECK(dir.listing() == std::vector<std::string>{"model.safetensors"});
+}
+
+// ---------------------------------------------------------------- nn
+
+DEVICE_TEST_CASE("nn::save and nn::load: a module's state on every device", "[checkpoint][nn]") {
+  TempDir dir;
+  std::string path = dir.file("net.safetensors");
+  Net saved = make_net(device, 1);
+  nn::save(saved, path);
+  st::LoadResult file = st::load_file(path);
+  CHECK(file.tensors.keys() == std::vector<std::string>{"running", "count", "fc.weight", "fc.bias"});
+  CHECK(file.metadata == std::map<std::string, std::string>{{"format", "pt"}});
+
+  // Loaded in place: the same tensors, on their device, still parameters.
+  Net loaded = make_net(device, 100);
+  Tensor weight = loaded->fc->weight;
+  nn::LoadStateDictResult result = nn::load(loaded, path);
+  CHECK(result.missing_keys.empty());
+  CHECK(result.unexpected_keys.empty());
+  check_same_state(*loaded, *saved);
+  CHECK(loaded->fc->weight.is_same(weight));
+  CHECK(loaded->fc->weight.requires_grad());
+  CHECK(loaded->fc->weight.is_leaf());
+
+  // map_location: the values go through the cpu into the module's device.
+  Net via_cpu = make_net(device, 7);
+  nn::load(via_cpu, path, Device(kCPU));
+  check_same_state(*via_cpu, *saved);
+
+  // A module saved on one device loads into a module on another.
+  if (auto other = test::other_device(device)) {
+    Net elsewhere = make_net(*other, 5);
+    nn::load(elsewhere, path);
+    CHECK(elsewhere->fc->weight.device() == *other);
+    CHECK(elsewhere->fc->weight.to_vector<float>() == saved->fc->weight.to_vector<float>());
+  }
+
+  // Through a shared_ptr, an Impl, and plain dicts.
+  std::shared_ptr<NetImpl> ptr = make_net(device, 3).ptr();
+  nn::save(ptr, dir.file("ptr.safetensors"));
+  nn::save(*ptr, dir.file("impl.safetensors"));
+  CHECK(read_bytes(dir.file("ptr.safetensors")) == read_bytes(dir.file("impl.safetensors")));
+  nn::load(ptr, path);
+  check_same_state(*ptr, *saved);
+  nn::save(saved->state_dict(), dir.file("dict.safetensors"));
+  OrderedDict<std::string, Tensor> dict = nn::load(dir.file("dict.safetensors"));
+  CHECK(dict.keys() == saved->state_dict().keys());
+  check_same(dict["fc.bias"], saved->fc->bias, device);
+  CHECK(nn::load(dir.file("dict.safetensors"), Device(kCPU))["fc.bias"].device() == Device(kCPU));
+}
+
+TEST_CASE("nn::load: strict and non-strict with missing, unexpected and mismatched keys", "[checkpoint][nn]") {
+  TempDir dir;
+  Net source = make_net(Device(kCPU), 1);
+  OrderedDict<std::string, Tensor> state = source->state_dict();
+  const std::string path = dir.file("state.safetensors");
+  auto untouched = [](const Net& net) { check_same_state(*net, *make_net(Device(kCPU), 9)); };
+
+  SECTION("missing") {
+    OrderedDict<std::string, Tensor> partial = state;
+    partial.erase("fc.bias");
+    partial.erase("count");
+    nn::save(partial, path);
+    Net net = make_net(Device(kCPU), 9);
+    REQUIRE_THROWS_AS(nn::load(net, path), KeyError);
+    REQUIRE_THROWS_WITH(nn::load(net, path),
+                        "Error(s) in loading state_dict for Net:\n\tMissing key(s) in "
+                        "state_dict: \"count\", \"fc.bias\". \n(loading '" +
+                            path + "')");
+    untouched(net);
+    nn::LoadStateDictResult result = nn::load(net, path, std::nullopt, /*strict=*/false);
+    CHECK(result.missing_keys == std::vector<std::string>{"count", "fc.bias"});
+    CHECK(result.unexpected_keys.empty());
+    CHECK(net->fc->weight.to_vector<float>() == source->fc->weight.to_vector<float>());
+    CHECK(net->fc->bias.to_vector<float>() == make_net(Device(kCPU), 9)->fc->bias.to_vector<float>());
+  }
+
+  SECTION("unexpected") {
+    OrderedDict<std::string, Tensor> extra = state;
+    extra.insert("extra.w", test::make({1}, {1}));
+    nn::save(extra, path);
+    Net net = make_net(Device(kCPU), 9);
+    REQUIRE_THROWS_WITH(nn::load(net, path),
+                        "Error(s) in loading state_dict for Net:\n\tUnexpected key(s) in "
+                        "state_dict: \"extra.w\". \n(loading '" +
+                            path + "')");
+    untouched(net);
+    nn::LoadStateDictResult result = nn::load(net, path, Device(kCPU), /*strict=*/false);
+    CHECK(result.missing_keys.empty());
+    CHECK(result.unexpected_keys == std::vector<std::string>{"extra.w"});
+    check_same_state(*net, *source);
+  }
+
+  SECTION("missing and unexpected together") {
+    OrderedDict<std::string, Tensor> renamed = state;
+    renamed.erase("fc.weight");
+    renamed.insert("fc.weights", state["fc.weight"]);
+    nn::save(renamed, path);
+    Net net = make_net(Device(kCPU), 9);
+    REQUIRE_THROWS_WITH(nn::load(net, path),
+                        "Error(s) in loading state_dict for Net:\n\tMissing key(s) in "
+                        "state_dict: \"fc.weight\". \n\tUnexpected key(s) in state_dict: "
+                        "\"fc.weights\". \n(loading '" +
+                            path + "')");
+  }
+
+  SECTION("mismatched shape: an error even when not strict") {
+    OrderedDict<std::string, Tensor> wrong = state;
+    wrong.insert_or_assign("fc.weight", zeros({3, 3}));
+    nn::save(wrong, path);
+    Net net = make_net(Device(kCPU), 9);
+    const std::string message =
+        "Error(s) in loading state_dict for Net:\n\tsize mismatch for fc.weight: copying a param with shape [3, 3] "
+        "from checkpoint, the shape in current model is [2, 3].\n(loading '" +
+        path + "')";
+    REQUIRE_THROWS_WITH(nn::load(net, path), message);
+    REQUIRE_THROWS_WITH(nn::load(net, path, std::nullopt, /*strict=*/false), message);
+    untouched(net);
+  }
+}
+
+TEST_CASE("nn::load: a module saved from a GPU this machine lacks", "[checkpoint][nn]") {
+  TempDir dir;
+  // Net's state as Tandem writes it from cuda:5.
+  std::string devices = R"({"running":"cuda:5","count":"cuda:5","fc.weight":"cuda:5","fc.bias":"cuda:5"})";
+  std::string header = R"({"__metadata__":{"tandem.devices":)" + json::quote(devices) +
+                       R"(},"count":{"dtype":"I64","shape":[],"data_offsets":[0,8]},)"
+                       R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[8,32]},)"
+                       R"("running":{"dtype":"F32","shape":[2],"data_offsets":[32,40]},)"
+                       R"("fc.bias":{"dtype":"F32","shape":[2],"data_offsets":[40,48]}})";
+  int64_t count = 4;
+  std::string path = dir.file("gpu5.safetensors");
+  write_bytes(path, craft(header, std::string(reinterpret_cast<const char*>(&count), 8) + f32_bytes(10)));
+  Net net;
+  REQUIRE_THROWS_AS(nn::load(net, path), DeviceError);
+  REQUIRE_THROWS_WITH(nn::load(net, path), Contains("tensor 'running' was saved from cuda:5") &&
+                                               Contains("ass map_location") && Contains(path));
+  nn::load(net, path, Device(kCPU));
+  CHECK(net->count.item<int64_t>() == 4);
+  CHECK(net->fc->weight.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(net->running.to_vector<float>() == std::vector<float>{7, 8});
+  CHECK(net->fc->bias.to_vector<float>() == std::vector<float>{9, 10});
+}
+
+DEVICE_TEST_CASE("nn::Checkpoint: model, optimizer state, scheduler and epoch in one file", "[checkpoint][nn]") {
+  TempDir dir;
+  std::string path = dir.file("ckpt.safetensors");
+  Net net = make_net(device, 2);
+  nn::Checkpoint ckpt;
+  ckpt.add_module(*net);
+  // Optimizer state as an optimizer would give it: per parameter index.
+  std::map<int64_t, OrderedDict<std::string, Tensor>> state;
+  state[0].insert("exp_avg", test::make({0.5, 0.25, 1, 2, 3, 4}, {2, 3}, kFloat32, device));
+  state[0].insert("step", test::make({3}, {}, kFloat32, device));
+  state[1].insert("exp_avg", test::make({0.125, -1}, {2}, kFloat32, device));
+  state[12].insert("momentum_buffer", test::make({7}, {1}, kFloat64, device));
+  ckpt.add_indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix, state);
+  json::Value groups = json::Array{json::Object{
+      {"options", json::Object{{"lr", 0.001}, {"betas", json::Array{0.9, 0.999}}}}, {"params", json::Array{0, 1}}}};
+  ckpt.set_json(nn::Checkpoint::kOptimizerParamGroups, groups);
+  ckpt.set_json(nn::Checkpoint::kScheduler, json::Object{{"last_epoch", 4}, {"gamma", 0.5}});
+  ckpt.set_int(nn::Checkpoint::kEpoch, 4);
+  ckpt.set("note", "run 17");
+  ckpt.save(path);
+  CHECK(dir.listing() == std::vector<std::string>{"ckpt.safetensors"});
+
+  // The file is a plain safetensors file with the documented names.
+  st::LoadResult raw = st::load_file(path, Device(kCPU));
+  CHECK(raw.tensors.keys() == std::vector<std::string>{"model.running", "model.count", "model.fc.weight",
+                                                       "model.fc.bias", "optimizer.state.0.exp_avg",
+                                                       "optimizer.state.0.step", "optimizer.state.1.exp_avg",
+                                                       "optimizer.state.12.momentum_buffer"});
+  CHECK(raw.metadata ==
+        std::map<std::string, std::string>{
+            {"epoch", "4"},
+            {"note", "run 17"},
+            {"optimizer.param_groups", R"([{"options":{"lr":0.001,"betas":[0.9,0.999]},"params":[0,1]}])"},
+            {"scheduler", R"({"last_epoch":4,"gamma":0.5})"},
+            {"tandem.checkpoint", "1"}});
+
+  nn::Checkpoint back = nn::Checkpoint::load(path);
+  CHECK(back.source() == path);
+  Net restored = make_net(device, 50);
+  nn::LoadStateDictResult result = back.load_module(*restored);
+  CHECK(result.missing_keys.empty());
+  check_same_state(*restored, *net);
+  auto state_back = back.indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix);
+  REQUIRE(state_back.size() == 3);
+  CHECK(state_back[0].keys() == std::vector<std::string>{"exp_avg", "step"});
+  for (const auto& [index, tensors] : state) {
+    for (const auto& item : tensors) {
+      INFO(index << " " << item.first);
+      check_same(state_back[index][item.first], item.second, device);
+    }
+  }
+  CHECK(back.get_json(nn::Checkpoint::kOptimizerParamGroups) == groups);
+  CHECK(back.get_json(nn::Checkpoint::kScheduler).at("gamma").as_double() == 0.5);
+  CHECK(back.get_int(nn::Checkpoint::kEpoch) == 4);
+  CHECK(back.get("note") == "run 17");
+  CHECK(back.contains("note"));
+  CHECK(!back.contains("nothing"));
+  CHECK(back.tensors("model.").keys() == net->state_dict().keys());
+  CHECK(back.tensors("nothing.").empty());
+
+  // map_location moves everything.
+  nn::Checkpoint on_cpu = nn::Checkpoint::load(path, Device(kCPU));
+  for (const auto& item : on_cpu.all_tensors()) CHECK(item.second.device() == Device(kCPU));
+  Net restored_cpu = make_net(Device(kCPU), 50);
+  on_cpu.load_module(*restored_cpu);
+  CHECK(restored_cpu->fc->weight.to_vector<float>() == net->fc->weight.to_vector<float>());
+}
+
+TEST_CASE("nn::Checkpoint: errors", "[checkpoint][nn]") {
+  TempDir dir;
+  std::string path = dir.file("ckpt.safetensors");
+  nn::Checkpoint ckpt;
+  ckpt.set_int("epoch", 2);
+  ckpt.set("bad_int", "12x");
+  ckpt.set("bad_json", "{\"a\":");
+  ckpt.add_tensor("optimizer.state.x.exp_avg", zeros({1}));
+  ckpt.save(path);
+  nn::Checkpoint back = nn::Checkpoint::load(path);
+
+  REQUIRE_THROWS_AS(back.get("epochs"), KeyError);
+  REQUIRE_THROWS_WITH(back.get("epochs"), "checkpoint '" + path +
+                                              "' has no metadata 'epochs' (it has 'bad_int', 'bad_json', 'epoch', "
+                                              "'tandem.checkpoint')");
+  REQUIRE_THROWS_WITH(nn::Checkpoint().get("epoch"), "checkpoint has no metadata 'epoch' (it has 'tandem.checkpoint')");
+  REQUIRE_THROWS_AS(back.get_int("bad_int"), SerializationError);
+  REQUIRE_THROWS_WITH(back.get_int("bad_int"),
+                      "checkpoint '" + path + "': metadata 'bad_int' is \"12x\", not an integer");
+  REQUIRE_THROWS_WITH(back.get_json("bad_json"),
+                      Contains("checkpoint '" + path +
+                               "': metadata 'bad_json' is not valid JSON: JSON: unexpected end "
+                               "of input: expected a value at byte 5"));
+  REQUIRE_THROWS_WITH(back.indexed_tensors("optimizer.state."),
+                      "checkpoint '" + path +
+                          "': tensor 'optimizer.state.x.exp_avg' does not follow the layout "
+                          "'optimizer.state.<index>.<name>'");
+  for (const char* name : {"optimizer.state.1", "optimizer.state.1.", "optimizer.state.01.a", "optimizer.state.-1.a"}) {
+    nn::Checkpoint c;
+    c.add_tensor(name, zeros({1}));
+    REQUIRE_THROWS_WITH(c.indexed_tensors("optimizer.state."), Contains(std::string("tensor '") + name + "'"));
+  }
+  REQUIRE_THROWS_WITH(ckpt.add_tensor("optimizer.state.x.exp_avg", zeros({1})),
+                      "checkpoint tensor 'optimizer.state.x.exp_avg' already defined");
+  REQUIRE_THROWS_WITH(ckpt.add_indexed_tensors("s.", {{-1, {}}}),
+                      "Checkpoint::add_indexed_tensors: index -1 under 's.' is negative");
+  REQUIRE_THROWS_AS(ckpt.set("tandem.checkpoint", "2"), ValueError);
+  REQUIRE_THROWS_WITH(ckpt.set("tandem.checkpoint", "2"),
+                      "Checkpoint::set: 'tandem.checkpoint' is the checkpoint layout's version, which Tandem sets");
+  REQUIRE_THROWS_WITH(ckpt.set_json("x", std::nan("")), Contains("JSON: cannot write nan"));
+
+  // Not a checkpoint, or a later layout.
+  Net net;
+  nn::save(net, dir.file("plain.safetensors"));
+  REQUIRE_THROWS_AS(nn::Checkpoint::load(dir.file("plain.safetensors")), SerializationError);
+  REQUIRE_THROWS_WITH(nn::Checkpoint::load(dir.file("plain.safetensors")),
+                      "Checkpoint::load: '" + dir.file("plain.safetensors") +
+                          "' is not a training checkpoint (its metadata has no 'tandem.checkpoint'): load a plain "
+                          "state dict with nn::load instead");
+  st::save_file({}, dir.file("v2.safetensors"), {{"tandem.checkpoint", "2"}});
+  REQUIRE_THROWS_WITH(nn::Checkpoint::load(dir.file("v2.safetensors")),
+                      "Checkpoint::load: '" + dir.file("v2.safetensors") +
+                          "' has checkpoint layout version 2, and this Tandem reads version 1 only");
+
+  // The model part names the checkpoint.
+  nn::Checkpoint partial;
+  partial.add_tensor("model.fc.weight", zeros({2, 3}));
+  REQUIRE_THROWS_WITH(
+      partial.load_module(*net),
+      Contains("Missing key(s) in state_dict: \"running\", \"count\", \"fc.bias\". \n(loading the model "
+               "of checkpoint)"));
 }

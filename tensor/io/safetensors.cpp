@@ -340,16 +340,16 @@ Device target_device(const Checker& c, const TensorInfo& info, const std::option
         c.op(), ": '", c.name(), "': tensor '", info.name, "' was saved from ", saved.str(),
         ". Attempting to deserialize object on a CUDA device but CUDA is not available (",
         cuda_runtime::unavailable_reason(),
-        "). If you are running on a CPU-only machine, pass map_location to load the tensors on the cpu, e.g. ", c.op(),
-        "(path, Device(\"cpu\"))"));
+        "). If you are running on a CPU-only machine, pass map_location to load the tensors on the cpu: "
+        "map_location = Device(\"cpu\")"));
   }
   if (saved.has_index() && saved.index() >= count) {
     throw DeviceError(detail::str_cat(c.op(), ": '", c.name(), "': tensor '", info.name, "' was saved from ",
                                       saved.str(), ". Attempting to deserialize object on CUDA device ", saved.index(),
                                       " but there ", count == 1 ? "is " : "are ", count, " CUDA device",
                                       count == 1 ? "" : "s", " (cuda:0 to cuda:", count - 1,
-                                      "). Pass map_location to load the tensors on an existing device, e.g. ", c.op(),
-                                      "(path, Device(\"cuda:0\")) or Device(\"cpu\")"));
+                                      "). Pass map_location to load the tensors on an existing device, e.g. "
+                                      "map_location = Device(\"cuda:0\") or Device(\"cpu\")"));
   }
   return resolve_device(saved, c.op());
 }
