@@ -207,8 +207,9 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
   uint64_t nbytes = has_zero ? 0 : element_size(info.dtype);
   for (int64_t d : info.shape) {
     if (has_zero) break;
-    c.check(!__builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes), "tensor '", name, "': shape ",
-            shape_text(info.shape), " is too large to exist");
+    if (__builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes)) {
+      c.fail("tensor '", name, "': shape ", shape_text(info.shape), " is too large to exist");
+    }
   }
 
   c.check(offsets->is_array() && offsets->size() == 2, "tensor '", name,
@@ -217,9 +218,10 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
   info.end = non_negative_int(c, offsets->as_array()[1], name, "data_offsets");
   c.check(info.begin <= info.end, "tensor '", name, "': data_offsets [", info.begin, ", ", info.end,
           "] end before they begin");
-  c.check(info.end - info.begin == nbytes, "tensor '", name, "': data_offsets [", info.begin, ", ", info.end, "] span ",
-          info.end - info.begin, " bytes, but shape ", shape_text(info.shape), " of ", dtype->as_string(), " needs ",
-          nbytes);
+  if (info.end - info.begin != nbytes) {
+    c.fail("tensor '", name, "': data_offsets [", info.begin, ", ", info.end, "] span ", info.end - info.begin,
+           " bytes, but shape ", shape_text(info.shape), " of ", dtype->as_string(), " needs ", nbytes);
+  }
   return info;
 }
 
@@ -309,19 +311,24 @@ Header parse_header(const Source& source, const Checker& c) {
   for (const auto& info : header.tensors) {
     c.check(info.end <= buffer_size, "tensor '", info.name, "': data_offsets [", info.begin, ", ", info.end,
             "] run past the end of the buffer (", buffer_size, " bytes after the header): the file is truncated");
-    c.check(info.begin <= expected, "tensor '", info.name, "': data_offsets [", info.begin, ", ", info.end,
-            "] leave a hole of ", info.begin - expected, " bytes after ",
-            previous ? "tensor '" + previous->name + "'" : std::string("the header"),
-            " (the tensors must tile the buffer)");
-    c.check(info.begin == expected, "tensor '", info.name, "': data_offsets [", info.begin, ", ", info.end,
-            "] overlap tensor '", previous ? previous->name : "", "' at [", previous ? previous->begin : 0, ", ",
-            previous ? previous->end : 0, ")");
+    if (info.begin > expected) {
+      c.fail("tensor '", info.name, "': data_offsets [", info.begin, ", ", info.end, "] leave a hole of ",
+             info.begin - expected, " bytes after ", previous ? "tensor '" + previous->name + "'" : "the header",
+             " (the tensors must tile the buffer)");
+    }
+    if (info.begin < expected) {
+      // Sorted by begin, so expected > 0 and there is a previous tensor.
+      c.fail("tensor '", info.name, "': data_offsets [", info.begin, ", ", info.end, "] overlap tensor '",
+             previous->name, "' at [", previous->begin, ", ", previous->end, ")");
+    }
     expected = info.end;
     previous = &info;
   }
-  c.check(expected == buffer_size, buffer_size - expected, " trailing bytes after ",
-          previous ? "the last tensor '" + previous->name + "'" : std::string("the header"), " (the buffer is ",
-          buffer_size, " bytes, the tensors cover ", expected, ")");
+  if (expected != buffer_size) {
+    c.fail(buffer_size - expected, " trailing bytes after ",
+           previous ? "the last tensor '" + previous->name + "'" : "the header", " (the buffer is ", buffer_size,
+           " bytes, the tensors cover ", expected, ")");
+  }
 
   if (devices) apply_devices(c, *devices, header.tensors);
   return header;
@@ -356,8 +363,10 @@ Device target_device(const Checker& c, const TensorInfo& info, const std::option
 
 void check_bools(const Checker& c, const TensorInfo& info, const unsigned char* bytes, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    c.check(bytes[i] <= 1, "tensor '", info.name, "' (BOOL) holds the byte ", static_cast<int>(bytes[i]),
-            " at element ", i, ": booleans must be 0 or 1");
+    if (bytes[i] > 1) [[unlikely]] {
+      c.fail("tensor '", info.name, "' (BOOL) holds the byte ", static_cast<int>(bytes[i]), " at element ", i,
+             ": booleans must be 0 or 1");
+    }
   }
 }
 
