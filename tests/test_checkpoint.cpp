@@ -737,6 +737,35 @@ TEST_CASE("safetensors: corrupt files are SerializationErrors naming the file an
   CHECK(st::load_bytes(good).tensors.size() == 2);
 }
 
+TEST_CASE("safetensors: every truncation and every one-byte change of a file is an error or a valid load",
+          "[checkpoint][safetensors]") {
+  OrderedDict<std::string, Tensor> tensors;
+  tensors.insert("w", test::make({1, 2, 3, 4}, {2, 2}));
+  tensors.insert("flags", test::make({1, 0, 1}, {3}, kBool));
+  tensors.insert("n", test::make({5}, {}, kInt64));
+  const std::string good = st::save_bytes(tensors);
+  auto load = [](const std::string& bytes) {
+    try {
+      st::load_bytes(bytes);
+      return true;
+    } catch (const Error&) {  // SerializationError, DtypeError or DeviceError: never a crash
+      return false;
+    }
+  };
+  REQUIRE(load(good));
+  int refused = 0;
+  for (size_t size = 0; size < good.size(); ++size) CHECK(!load(good.substr(0, size)));
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (unsigned char change : {0x00, 0x01, 0x20, 0x7f, 0xff}) {
+      std::string b = good;
+      b[i] = static_cast<char>(static_cast<unsigned char>(b[i]) ^ change);
+      refused += load(b) ? 0 : 1;
+    }
+  }
+  // Data bytes may change into other valid values; most header changes may not.
+  CHECK(refused > static_cast<int>(good.size()));
+}
+
 TEST_CASE("safetensors: what cannot be saved", "[checkpoint][safetensors]") {
   OrderedDict<std::string, Tensor> tensors;
   tensors.insert("a", test::make({1}, {1}));
