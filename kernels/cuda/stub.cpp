@@ -4,6 +4,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/index.h"
 #include "kernels/cuda/linalg.h"
+#include "kernels/cuda/optim.h"
 #include "kernels/cuda/random.h"
 #include "kernels/cuda/ranges.h"
 #include "kernels/cuda/reduce.h"
@@ -70,6 +71,17 @@ void arange(const Tensor&, const Scalar&, const Scalar&) { no_cuda("arange"); }
 void linspace(const Tensor&, const Scalar&, const Scalar&) { no_cuda("linspace"); }
 void eye(const Tensor&) { no_cuda("eye"); }
 void cat(const Tensor&, const std::vector<Tensor>&, int64_t) { no_cuda("cat"); }
+void sgd_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+              const std::vector<uint8_t>&, const fn::SgdHyper&) {
+  no_cuda("SGD.step");
+}
+void adam_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+               const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<double>&,
+               const fn::AdamHyper&) {
+  no_cuda("Adam.step");
+}
+void foreach_norm(const std::vector<Tensor>&, double, const Tensor&) { no_cuda("foreach_norm"); }
+void foreach_mul_(const std::vector<Tensor>&, const Tensor&) { no_cuda("foreach_mul_"); }
 }  // namespace gpu
 
 }  // namespace tandem

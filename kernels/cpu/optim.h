@@ -1,0 +1,39 @@
+// CPU kernels of the optimizers' multi-tensor ("foreach") updates and of the
+// per-tensor norms and scaling behind nn::utils::clip_grad_norm_. Each takes
+// lists of tensors of one device and one floating dtype (float32, float64,
+// float16, bfloat16), every tensor contiguous and the i-th tensor of every
+// list with as many elements as params[i]. The front ends (optim/optimizer.cpp,
+// nn/utils/clip_grad.cpp) check that; the kernels allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/functors/optim.h"
+#include "tensor/core/tensor.h"
+
+namespace tandem::cpu {
+
+// SGD on every tensor: params and momentum_buffers in place (fn::SgdStep).
+// momentum_buffers is empty when h.momentum is 0; fresh[i] != 0 says buffer
+// i was just allocated (its contents are ignored and it takes d_p).
+void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+              const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h);
+
+// Adam / AdamW on every tensor: params and moments in place (fn::AdamStep).
+// steps[i] is parameter i's step count after this step's increment;
+// max_exp_avg_sqs is empty unless h.amsgrad.
+void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+               const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
+               const std::vector<double>& steps, const fn::AdamHyper& h);
+
+// out[i] = ||tensors[i]||_p (p = 2, 1, 0, inf, -inf or any other order, as
+// tandem::norm), accumulated in float64. out: (n,) contiguous, of the tensors'
+// dtype.
+void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out);
+
+// tensors[i] *= scale, in the opmath type; scale: one element of the
+// tensors' dtype, on their device.
+void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale);
+
+}  // namespace tandem::cpu

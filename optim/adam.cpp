@@ -1,0 +1,194 @@
+// Adam: options and state, and the step Adam and AdamW share: each group's
+// parameters bucketed by device and dtype, one multi-tensor kernel per
+// bucket, the step counts kept on the cpu.
+#include "optim/adam.h"
+
+#include "kernels/cpu/optim.h"
+#include "kernels/cuda/optim.h"
+#include "tensor/core/grad_mode.h"
+#include "tensor/ops/factory.h"
+#include "tensor/ops/runtime.h"
+
+namespace tandem::optim {
+
+// ---------------------------------------------------------------- options
+
+namespace detail {
+
+OrderedDict<std::string, double> adam_options_dict(double lr, const std::tuple<double, double>& betas, double eps,
+                                                   double weight_decay, bool amsgrad, bool maximize) {
+  return {{"lr", lr},
+          {"beta1", std::get<0>(betas)},
+          {"beta2", std::get<1>(betas)},
+          {"eps", eps},
+          {"weight_decay", weight_decay},
+          {"amsgrad", amsgrad ? 1.0 : 0.0},
+          {"maximize", maximize ? 1.0 : 0.0}};
+}
+
+void validate_adam_options(double lr, const std::tuple<double, double>& betas, double eps, double weight_decay) {
+  const auto [beta1, beta2] = betas;
+  TANDEM_CHECK(lr >= 0, ValueError, "Invalid learning rate: ", lr);
+  TANDEM_CHECK(eps >= 0, ValueError, "Invalid epsilon value: ", eps);
+  TANDEM_CHECK(beta1 >= 0 && beta1 < 1, ValueError, "Invalid beta parameter at index 0: ", beta1);
+  TANDEM_CHECK(beta2 >= 0 && beta2 < 1, ValueError, "Invalid beta parameter at index 1: ", beta2);
+  TANDEM_CHECK(weight_decay >= 0, ValueError, "Invalid weight_decay value: ", weight_decay);
+}
+
+}  // namespace detail
+
+AdamOptions::AdamOptions(double lr) : lr_(lr) {}
+
+OrderedDict<std::string, double> AdamOptions::to_dict() const {
+  return detail::adam_options_dict(lr(), betas(), eps(), weight_decay(), amsgrad(), maximize());
+}
+
+void AdamOptions::set(const std::string& key, double value) {
+  if (key == "lr")
+    lr(value);
+  else if (key == "beta1")
+    std::get<0>(betas()) = value;
+  else if (key == "beta2")
+    std::get<1>(betas()) = value;
+  else if (key == "eps")
+    eps(value);
+  else if (key == "weight_decay")
+    weight_decay(value);
+  else if (key == "amsgrad")
+    amsgrad(value != 0);
+  else if (key == "maximize")
+    maximize(value != 0);
+  else
+    detail::throw_unknown_option("AdamOptions", key, to_dict());
+}
+
+void AdamOptions::validate() const { detail::validate_adam_options(lr(), betas(), eps(), weight_decay()); }
+
+// ---------------------------------------------------------------- state
+
+std::unique_ptr<OptimizerParamState> AdamParamState::clone() const { return std::make_unique<AdamParamState>(*this); }
+
+OrderedDict<std::string, Tensor> AdamParamState::to_dict() const {
+  OrderedDict<std::string, Tensor> out;
+  out.insert("step", step());
+  out.insert("exp_avg", exp_avg());
+  out.insert("exp_avg_sq", exp_avg_sq());
+  if (max_exp_avg_sq().defined()) out.insert("max_exp_avg_sq", max_exp_avg_sq());
+  return out;
+}
+
+// ---------------------------------------------------------------- step
+
+namespace detail {
+
+namespace {
+
+// The step count as a double (PyTorch's step_t.item()). A float32 cpu
+// scalar, the usual case, is read directly; any other goes through item().
+double read_step(const Tensor& step) {
+  if (step.is_cpu() && step.dtype() == kFloat32 && step.numel() == 1) return *step.data_ptr<float>();
+  return step.item<double>();
+}
+
+// step_t += 1, in the step tensor's own dtype and place.
+void increment_step(Tensor& step) {
+  if (step.is_cpu() && step.dtype() == kFloat32 && step.numel() == 1) {
+    *step.data_ptr<float>() += 1.0f;
+  } else {
+    step.add_(1);
+  }
+}
+
+}  // namespace
+
+Tensor AdamFamily::adam_step(const LossClosure& closure) {
+  Tensor loss = run_closure(closure);
+  NoGradGuard no_grad;
+  int64_t index = 0;
+  for (auto& group : param_groups_) {
+    const fn::AdamHyper h = hyper(group.options());
+    std::vector<UpdateBucket> buckets;
+    // State made for this step joins state_ once the kernels ran; every
+    // updated parameter's step count is incremented then.
+    std::vector<std::pair<const TensorImpl*, std::unique_ptr<AdamParamState>>> made;
+    std::vector<AdamParamState*> stepped;
+    for (const Tensor& p : group.params()) {
+      const int64_t i = index++;
+      const Tensor& grad = p.grad();
+      if (!grad.defined()) continue;
+      AdamParamState* state = nullptr;
+      if (auto it = state_.find(p.impl()); it != state_.end()) {
+        state = static_cast<AdamParamState*>(it->second.get());
+      } else {
+        auto fresh = std::make_unique<AdamParamState>();
+        fresh->step(zeros({}, kFloat32));
+        fresh->exp_avg(zeros(p.sizes(), p.options()));
+        fresh->exp_avg_sq(zeros(p.sizes(), p.options()));
+        state = fresh.get();
+        made.emplace_back(p.impl(), std::move(fresh));
+      }
+      // amsgrad switched on after earlier steps: the maximum starts at zero.
+      if (h.amsgrad && !state->max_exp_avg_sq().defined()) state->max_exp_avg_sq(zeros(p.sizes(), p.options()));
+      const double step = read_step(state->step()) + 1;
+      UpdateBucket* bucket;
+      if (h.amsgrad)
+        bucket =
+            &bucket_for(buckets, name(), i, p, grad, {state->exp_avg(), state->exp_avg_sq(), state->max_exp_avg_sq()},
+                        {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
+      else
+        bucket = &bucket_for(buckets, name(), i, p, grad, {state->exp_avg(), state->exp_avg_sq()},
+                             {"exp_avg", "exp_avg_sq"});
+      bucket->steps.push_back(step);
+      stepped.push_back(state);
+    }
+    static const std::vector<Tensor> kNone;
+    for (auto& b : buckets) {
+      const std::vector<Tensor>& max_exp_avg_sqs = h.amsgrad ? b.states[2] : kNone;
+      switch (backend_of(b.device)) {
+        case Backend::CPU:
+          cpu::adam_step(b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs, b.steps, h);
+          break;
+        case Backend::CUDA:
+          gpu::adam_step(b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs, b.steps, h);
+          break;
+      }
+      finish_bucket(b);
+    }
+    for (AdamParamState* state : stepped) increment_step(state->step());
+    for (auto& [impl, state] : made) state_[impl] = std::move(state);
+  }
+  return loss;
+}
+
+std::unique_ptr<OptimizerParamState> AdamFamily::make_state(const OrderedDict<std::string, Tensor>& saved,
+                                                            const Tensor& param, int64_t index) const {
+  check_state_keys(saved, name(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, index);
+  auto state = std::make_unique<AdamParamState>();
+  const Tensor step = saved_state(saved, name(), "step", param, index);
+  TANDEM_CHECK(step.numel() == 1, ShapeError, name(), ".load_state_dict: state 'step' of parameter ", index, " has ",
+               step.numel(), " elements; it is the parameter's step count, one number");
+  state->step(step);
+  state->exp_avg(saved_state(saved, name(), "exp_avg", param, index));
+  state->exp_avg_sq(saved_state(saved, name(), "exp_avg_sq", param, index));
+  if (saved.contains("max_exp_avg_sq"))
+    state->max_exp_avg_sq(saved_state(saved, name(), "max_exp_avg_sq", param, index));
+  return state;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- Adam
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
+    : AdamFamily(std::move(param_groups), std::make_unique<AdamOptions>(defaults)) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions defaults)
+    : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+fn::AdamHyper Adam::hyper(const OptimizerOptions& options) const {
+  const auto& o = static_cast<const AdamOptions&>(options);
+  return {o.lr(),      std::get<0>(o.betas()), std::get<1>(o.betas()),          o.eps(), o.weight_decay(),
+          o.amsgrad(), o.maximize(),           /*decoupled_weight_decay=*/false};
+}
+
+}  // namespace tandem::optim

@@ -1,0 +1,696 @@
+// Optimizers (SGD, Adam, AdamW) and clip_grad_norm_: trajectories against
+// PyTorch 1.13 (tests/data/optim_reference.txt from
+// scripts/gen_optim_reference.py) on every device; float16/bfloat16
+// parameters against the float32 kernel with the same roundings; parameter
+// groups, skipped parameters, closures, zero_grad; the state dict (round
+// trip, loading onto another device and dtype, copies); the stale state after
+// parameters moved; the multi-threaded and non-contiguous paths; every error.
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "helpers.h"
+#include "optim_reference.h"
+
+using namespace tandem;
+using Catch::Contains;
+using test::check_close;
+using test::check_equal;
+using test::check_values;
+
+namespace {
+
+test::Tolerance trajectory_tolerance(Dtype dtype) {
+  // The fused kernels round once per op, in PyTorch's order, but PyTorch's
+  // vectorized add_ may fuse a multiply-add: a few float32 values differ in
+  // the last bits (the moments, where terms cancel, by 5e-8 absolute), float64
+  // ones by at most 2e-15 relative.
+  return dtype == kFloat64 ? test::Tolerance{1e-13, 1e-15} : test::Tolerance{1e-6, 1e-7};
+}
+
+std::unique_ptr<optim::OptimizerOptions> options_of(const test::OptimCase& c, size_t group) {
+  std::unique_ptr<optim::OptimizerOptions> o;
+  if (c.optimizer == "sgd")
+    o = std::make_unique<optim::SGDOptions>(0.0);
+  else if (c.optimizer == "adam")
+    o = std::make_unique<optim::AdamOptions>();
+  else
+    o = std::make_unique<optim::AdamWOptions>();
+  for (const auto& [key, value] : c.options.at(group)) o->set(key, value);
+  return o;
+}
+
+// The case's optimizer over params, each group with its own options.
+std::unique_ptr<optim::Optimizer> make_optimizer(const test::OptimCase& c, const std::vector<Tensor>& params) {
+  std::vector<optim::OptimizerParamGroup> groups;
+  size_t k = 0;
+  for (size_t g = 0; g < c.sizes.size(); ++g) {
+    std::vector<Tensor> ps(params.begin() + static_cast<std::ptrdiff_t>(k),
+                           params.begin() + static_cast<std::ptrdiff_t>(k + c.sizes[g]));
+    k += c.sizes[g];
+    groups.emplace_back(ps, options_of(c, g));
+  }
+  if (c.optimizer == "sgd") return std::make_unique<optim::SGD>(groups, optim::SGDOptions(1.0));
+  if (c.optimizer == "adam") return std::make_unique<optim::Adam>(groups);
+  return std::make_unique<optim::AdamW>(groups);
+}
+
+std::vector<Tensor> leaves(const std::vector<Tensor>& values, Device device, std::optional<Dtype> dtype = {}) {
+  std::vector<Tensor> out;
+  for (const Tensor& v : values) out.push_back(v.to(device, dtype.value_or(v.dtype())).clone().requires_grad_());
+  return out;
+}
+
+void set_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::optional<Dtype> dtype = {}) {
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].mutable_grad() =
+        grads[i].defined() ? grads[i].to(params[i].device(), dtype.value_or(grads[i].dtype())) : Tensor();
+}
+
+const test::OptimCase& find_case(const std::string& name) {
+  for (const auto& c : test::optim_reference().cases)
+    if (c.name == name) return c;
+  throw std::runtime_error("no optimizer case " + name);
+}
+
+// Rounds every parameter and state tensor (but "step") of a float32
+// optimizer to dtype and back.
+void round_through(optim::Optimizer& opt, Dtype dtype) {
+  NoGradGuard no_grad;
+  for (Tensor& p : opt.parameters()) p.copy_(p.to(dtype).to(kFloat32));
+  const optim::OptimizerStateDict sd = opt.state_dict();  // the live state tensors
+  for (const auto& [index, state] : sd.state)
+    for (const auto& item : state)
+      if (item.first != "step") Tensor(item.second).copy_(item.second.to(dtype).to(kFloat32));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- against PyTorch
+
+DEVICE_TEST_CASE("optimizer trajectories match PyTorch's", "[optim][reference]") {
+  const auto& cases = test::optim_reference().cases;
+  REQUIRE(cases.size() == 32);
+  for (const auto& c : cases) {
+    INFO(c.name);
+    std::vector<Tensor> params = leaves(c.initial, device);
+    auto opt = make_optimizer(c, params);
+    for (int64_t k = 0; k < c.steps; ++k) {
+      INFO("step " << k + 1);
+      set_grads(params, c.grads[k]);
+      REQUIRE_FALSE(opt->step().defined());
+      for (size_t i = 0; i < params.size(); ++i) {
+        CHECK(params[i].device() == device);
+        check_close(params[i], c.expected[k][i], trajectory_tolerance(c.dtype));
+      }
+    }
+    // The state, by PyTorch's numbering and names.
+    const optim::OptimizerStateDict sd = opt->state_dict();
+    size_t entries = 0;
+    for (const auto& [index, state] : sd.state) entries += state.size();
+    CHECK(entries == c.state.size());
+    for (const auto& [index, key, expected] : c.state) {
+      INFO("state " << key << " of parameter " << index);
+      REQUIRE(sd.state.count(index) == 1);
+      const Tensor& value = sd.state.at(index)[key];
+      if (key == "step") {
+        CHECK(value.device() == Device(kCPU));
+        check_equal(value, expected);
+      } else {
+        CHECK(value.device() == device);
+        check_close(value, expected, trajectory_tolerance(c.dtype));
+      }
+    }
+  }
+}
+
+DEVICE_TEST_CASE("16-bit parameters update in float and round once per step", "[optim]") {
+  // The fused kernels load float16/bfloat16 into float, run the float32
+  // functor and round on store: exactly a float32 run whose parameters and
+  // state are rounded after each step.
+  for (Dtype dtype : {kFloat16, kBFloat16}) {
+    for (const char* name : {"sgd_dampening_f32", "sgd_nesterov_f32", "sgd_skip_f32", "adam_amsgrad_f32",
+                             "adam_skip_f32", "adam_options_f32", "adamw_groups_f32"}) {
+      const auto& c = find_case(name);
+      INFO(name << " in " << dtype);
+      std::vector<Tensor> half = leaves(c.initial, device, dtype);
+      std::vector<Tensor> single;
+      for (const Tensor& p : half) single.push_back(p.to(kFloat32).detach().requires_grad_());
+      auto opt_half = make_optimizer(c, half);
+      auto opt_single = make_optimizer(c, single);
+      for (int64_t k = 0; k < c.steps; ++k) {
+        std::vector<Tensor> grads;
+        for (const Tensor& g : c.grads[k]) grads.push_back(g.defined() ? g.to(dtype).to(kFloat32) : Tensor());
+        set_grads(half, grads, dtype);
+        set_grads(single, grads);
+        opt_half->step();
+        opt_single->step();
+        round_through(*opt_single, dtype);
+        for (size_t i = 0; i < half.size(); ++i) {
+          CHECK(half[i].dtype() == dtype);
+          check_equal(half[i].to(kFloat32), single[i]);
+        }
+      }
+      for (const auto& [index, state] : opt_half->state_dict().state)
+        for (const auto& item : state)
+          if (item.first != "step") CHECK(item.second.dtype() == dtype);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- semantics
+
+DEVICE_TEST_CASE("step with a closure evaluates the loss with grad mode on", "[optim]") {
+  Tensor p = test::leaf({1, 2}, {2}, device);
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  NoGradGuard outer;  // the closure records even so, as torch.enable_grad() in PyTorch's step
+  int calls = 0;
+  Tensor loss = opt.step([&] {
+    ++calls;
+    opt.zero_grad();
+    Tensor l = (p * p).sum();
+    l.backward();
+    return l;
+  });
+  CHECK(calls == 1);
+  CHECK(loss.item<double>() == 5);
+  check_values(p, {0.8, 1.6});  // p - 0.1 * 2p
+  CHECK_FALSE(GradMode::is_enabled());
+  CHECK_FALSE(opt.step().defined());  // no closure: no loss (and the same gradient again)
+  check_values(p, {0.6, 1.2});
+}
+
+DEVICE_TEST_CASE("step runs under no_grad and bumps the versions of what it writes", "[optim]") {
+  Tensor p = test::leaf({1, -2, 3}, {3}, device, kFloat32);
+  optim::Adam opt({p}, optim::AdamOptions(0.1));
+  p.mutable_grad() = test::make({0.5, 0.5, -1}, {3}, kFloat32, device);
+  const uint64_t before = p._version();
+  opt.step();
+  CHECK(p._version() > before);
+  CHECK(p.is_leaf());
+  CHECK(p.grad_fn() == nullptr);
+  // Adam's first step moves each element by lr against its gradient's sign.
+  check_values(p, {0.9, -2.1, 3.1}, test::Tolerance{1e-6, 1e-6});
+}
+
+DEVICE_TEST_CASE("zero_grad sets gradients to none or zeroes them in place", "[optim]") {
+  Tensor a = test::leaf({1, 2}, {2}, device), b = test::leaf({3}, {1}, device);
+  optim::SGD opt({a, b}, optim::SGDOptions(0.1));
+  a.mutable_grad() = test::make({5, 6}, {2}, kFloat64, device);
+  b.mutable_grad() = test::make({7}, {1}, kFloat64, device);
+  const Tensor kept = a.grad();
+  opt.zero_grad(false);
+  CHECK(a.grad().is_same(kept));
+  check_values(a.grad(), {0, 0});
+  check_values(b.grad(), {0});
+  opt.zero_grad();
+  CHECK_FALSE(a.grad().defined());
+  CHECK_FALSE(b.grad().defined());
+  opt.step();  // nothing has a gradient: nothing changes
+  check_values(a, {1, 2});
+}
+
+DEVICE_TEST_CASE("parameter groups: defaults, own options, add_param_group", "[optim]") {
+  Tensor a = test::leaf({1}, {1}, device), b = test::leaf({2}, {1}, device), c = test::leaf({3}, {1}, device);
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{a});
+  groups.emplace_back(std::vector<Tensor>{b}, optim::SGDOptions(0.5).momentum(0.9));
+  optim::SGD opt(groups, optim::SGDOptions(0.1));
+  opt.add_param_group(optim::OptimizerParamGroup({c}, optim::SGDOptions(1.0)));
+  REQUIRE(opt.param_groups().size() == 3);
+  CHECK(opt.size() == 3);
+  CHECK(opt.parameters().size() == 3);
+  CHECK(opt.parameters()[2].is_same(c));
+  CHECK(opt.param_groups()[0].options().get_lr() == 0.1);
+  CHECK(static_cast<optim::SGDOptions&>(opt.param_groups()[1].options()).momentum() == 0.9);
+  CHECK(opt.defaults().get_lr() == 0.1);
+  for (const Tensor& p : {a, b, c}) p.mutable_grad() = test::make({1}, {1}, kFloat64, device);
+  opt.step();
+  check_values(a, {0.9});
+  check_values(b, {1.5});
+  check_values(c, {2.0});
+  // A group's options change the next step (as schedulers do).
+  opt.param_groups()[0].options().set_lr(1.0);
+  opt.step();
+  check_values(a, {-0.1});
+}
+
+DEVICE_TEST_CASE("one group may hold parameters on several devices and of several dtypes", "[optim]") {
+  std::vector<Device> where = {device};
+  if (auto other = test::other_device(device)) where.push_back(*other);
+  std::vector<Tensor> mixed, alone;
+  for (const Device& d : where)
+    for (Dtype dtype : {kFloat32, kFloat64}) {
+      mixed.push_back(test::leaf({1, -2, 3}, {3}, d, dtype));
+      alone.push_back(test::leaf({1, -2, 3}, {3}, d, dtype));
+    }
+  optim::Adam opt(mixed, optim::AdamOptions(0.01).amsgrad(true));
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    Tensor g = test::make({0.3, -0.2, 0.1 * static_cast<double>(i + 1)}, {3}, mixed[i].dtype(), mixed[i].device());
+    mixed[i].mutable_grad() = g;
+    alone[i].mutable_grad() = g.clone();
+  }
+  for (int k = 0; k < 3; ++k) opt.step();
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    optim::Adam single({alone[i]}, optim::AdamOptions(0.01).amsgrad(true));
+    for (int k = 0; k < 3; ++k) single.step();
+    check_equal(mixed[i], alone[i]);
+    CHECK(mixed[i].device() == alone[i].device());
+  }
+}
+
+DEVICE_TEST_CASE("non-contiguous parameters and gradients", "[optim]") {
+  std::vector<double> values;
+  for (int i = 0; i < 12; ++i) values.push_back(0.25 * i - 1);
+  Tensor base = test::make(values, {4, 3}, kFloat32, device);
+  Tensor p = base.t().requires_grad_();  // a (3, 4) leaf viewing base, not contiguous
+  REQUIRE_FALSE(p.is_contiguous());
+  REQUIRE(p.is_leaf());
+  Tensor q = p.detach().contiguous().requires_grad_();
+  Tensor grad = test::make(values, {4, 3}, kFloat32, device).t().mul(0.5);  // not contiguous either
+  p.mutable_grad() = grad;
+  q.mutable_grad() = grad.contiguous();
+  optim::SGD sgd_p({p}, optim::SGDOptions(0.1).momentum(0.9));
+  optim::SGD sgd_q({q}, optim::SGDOptions(0.1).momentum(0.9));
+  for (int k = 0; k < 3; ++k) {
+    sgd_p.step();
+    sgd_q.step();
+  }
+  check_equal(p.contiguous(), q);
+  check_equal(base.t().contiguous(), q);  // written through the view
+}
+
+DEVICE_TEST_CASE("large tensors split across threads give the single-thread values", "[optim]") {
+  // 3 x kElementwiseGrain + 5 elements: the CPU kernels take several threads.
+  const int64_t n = 3 * 32768 + 5, piece = 10000;
+  Tensor values = randn({n}, TensorOptions(kFloat32).device(device));
+  Tensor grads = randn({n}, TensorOptions(kFloat32).device(device));
+  Tensor big = values.clone().requires_grad_();
+  big.mutable_grad() = grads.clone();
+  std::vector<Tensor> pieces;
+  for (int64_t s = 0; s < n; s += piece) {
+    const int64_t len = std::min(piece, n - s);
+    pieces.push_back(values.narrow(0, s, len).clone().requires_grad_());
+    pieces.back().mutable_grad() = grads.narrow(0, s, len).clone();
+  }
+  optim::AdamW a({big}, optim::AdamWOptions(0.01).amsgrad(true));
+  optim::AdamW b(pieces, optim::AdamWOptions(0.01).amsgrad(true));
+  for (int k = 0; k < 2; ++k) {
+    a.step();
+    b.step();
+  }
+  check_equal(big, cat(pieces));
+}
+
+// ---------------------------------------------------------------- state dict
+
+DEVICE_TEST_CASE("state_dict: PyTorch's layout, the live tensors, and a round trip", "[optim][state]") {
+  Tensor a = test::leaf({1, 2}, {2}, device), b = test::leaf({3}, {1}, device), c = test::leaf({4, 5}, {2}, device);
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{a, b});
+  groups.emplace_back(std::vector<Tensor>{c}, optim::SGDOptions(0.01).nesterov(true).momentum(0.5));
+  optim::SGD opt(groups, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01));
+  opt.param_groups()[1].extra().insert("initial_lr", 0.02);
+  a.mutable_grad() = test::make({1, 1}, {2}, kFloat64, device);  // b has no gradient: no state
+  c.mutable_grad() = test::make({-1, 2}, {2}, kFloat64, device);
+  opt.step();
+
+  optim::OptimizerStateDict sd = opt.state_dict();
+  REQUIRE(sd.param_groups.size() == 2);
+  CHECK(sd.param_groups[0].params == std::vector<int64_t>{0, 1});
+  CHECK(sd.param_groups[1].params == std::vector<int64_t>{2});
+  CHECK(sd.param_groups[0].options.keys() ==
+        std::vector<std::string>{"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"});
+  CHECK(sd.param_groups[0].options["weight_decay"] == 0.01);
+  CHECK(sd.param_groups[1].options["nesterov"] == 1);
+  CHECK(sd.param_groups[1].options["initial_lr"] == 0.02);
+  REQUIRE(sd.state.size() == 2);
+  CHECK(sd.state.count(1) == 0);
+  CHECK(sd.state.at(0).keys() == std::vector<std::string>{"momentum_buffer"});
+  check_values(sd.state.at(0)["momentum_buffer"], {1.01, 1.02});  // grad + wd * p on the first step
+  // The optimizer's own tensors, as PyTorch's state_dict().
+  CHECK(sd.state.at(2)["momentum_buffer"].is_same(
+      static_cast<optim::SGDParamState&>(*opt.state().at(c.impl())).momentum_buffer()));
+
+  // Another optimizer on copies of the parameters continues the same way.
+  Tensor a2 = a.detach().clone().requires_grad_(), b2 = b.detach().clone().requires_grad_(),
+         c2 = c.detach().clone().requires_grad_();
+  std::vector<optim::OptimizerParamGroup> groups2;
+  groups2.emplace_back(std::vector<Tensor>{a2, b2});
+  groups2.emplace_back(std::vector<Tensor>{c2});
+  optim::SGD opt2(groups2, optim::SGDOptions(0.5));
+  opt2.load_state_dict(sd);
+  CHECK(static_cast<optim::SGDOptions&>(opt2.param_groups()[1].options()).nesterov());
+  CHECK(opt2.param_groups()[1].options().get_lr() == 0.01);
+  CHECK(opt2.param_groups()[1].extra()["initial_lr"] == 0.02);
+  CHECK_FALSE(opt2.param_groups()[0].extra().contains("initial_lr"));
+  // Loading copies: opt2 shares no state with opt.
+  CHECK_FALSE(opt2.state_dict().state.at(0)["momentum_buffer"].shares_storage(sd.state.at(0)["momentum_buffer"]));
+  a2.mutable_grad() = a.grad().clone();
+  c2.mutable_grad() = c.grad().clone();
+  opt.step();
+  opt2.step();
+  check_equal(a2, a);
+  check_equal(c2, c);
+  check_equal(b2, b);
+}
+
+DEVICE_TEST_CASE("load_state_dict puts state on each parameter's device and dtype", "[optim][state]") {
+  auto other = test::other_device(device);
+  std::vector<Device> targets = {device};
+  if (other) targets.push_back(*other);
+  for (const Device& target : targets) {
+    INFO("to " << target.str());
+    Tensor p = test::leaf({1, -2, 3}, {3}, device, kFloat64);
+    optim::Adam opt({p}, optim::AdamOptions(0.1).amsgrad(true));
+    p.mutable_grad() = test::make({0.5, 0.25, -1}, {3}, kFloat64, device);
+    opt.step();
+    opt.step();
+    // The loading side has float32 parameters on target.
+    Tensor q = p.detach().to(target, kFloat32).requires_grad_();
+    optim::Adam opt2({q}, optim::AdamOptions(0.1).amsgrad(true));
+    opt2.load_state_dict(opt.state_dict());
+    const auto state = opt2.state_dict().state.at(0);
+    CHECK(state.keys() == std::vector<std::string>{"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
+    for (const auto& item : state) {
+      INFO(item.first);
+      if (item.first == "step") {
+        // "step" stays as saved: a float32 scalar on the cpu.
+        CHECK(item.second.device() == Device(kCPU));
+        CHECK(item.second.dtype() == kFloat32);
+        CHECK(item.second.item<double>() == 2);
+      } else {
+        CHECK(item.second.device() == target);
+        CHECK(item.second.dtype() == kFloat32);
+        check_close(item.second, opt.state_dict().state.at(0)[item.first].to(kFloat32));
+      }
+    }
+    q.mutable_grad() = p.grad().to(target, kFloat32);
+    opt.step();
+    opt2.step();
+    check_close(q, p.to(kFloat32));
+  }
+}
+
+DEVICE_TEST_CASE("a step after the parameters moved finds the old state: DeviceError", "[optim][state]") {
+  auto other = test::other_device(device);
+  if (!other) return;
+  for (const char* which : {"Adam", "SGD"}) {
+    INFO(which);
+    Tensor a = test::leaf({1, 2}, {2}, device, kFloat32), b = test::leaf({3, 4}, {2}, device, kFloat32);
+    std::unique_ptr<optim::Optimizer> opt;
+    if (std::string(which) == "Adam")
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{a, b}, optim::AdamOptions(0.1));
+    else
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{a, b}, optim::SGDOptions(0.1).momentum(0.9));
+    const Tensor g = test::make({1, -1}, {2}, kFloat32, device);
+    a.mutable_grad() = g.clone();
+    b.mutable_grad() = g.clone();
+    opt->step();
+    // What Module::to() does: the parameter (and its gradient) move in place.
+    {
+      NoGradGuard no_grad;
+      b.set_data(b.to(*other));
+      b.mutable_grad() = b.grad().to(*other);
+    }
+    const Tensor a_before = a.detach().clone();
+    const std::string state = std::string(which) == "Adam" ? "exp_avg" : "momentum_buffer";
+    REQUIRE_THROWS_AS(opt->step(), DeviceError);
+    REQUIRE_THROWS_WITH(
+        opt->step(), Contains("Expected all tensors to be on the same device, but found at least two devices, " +
+                              other->str() + " and " + device.str()) &&
+                         Contains("(when checking argument '" + state + " of parameter 1' of " + which + ".step())") &&
+                         Contains("The optimizer state '" + state + "' of parameter 1 was made on " + device.str()) &&
+                         Contains("Module::to() moves parameters, not optimizer state") &&
+                         Contains("optimizer.load_state_dict(optimizer.state_dict())"));
+    // Nothing was updated, nothing moved.
+    check_equal(a, a_before);
+    const optim::OptimizerStateDict stale = opt->state_dict();
+    for (const auto& item : stale.state.at(1))
+      if (item.first != "step") CHECK(item.second.device() == device);
+    // The fix the message gives.
+    opt->load_state_dict(opt->state_dict());
+    opt->step();
+    const optim::OptimizerStateDict moved = opt->state_dict();
+    for (const auto& item : moved.state.at(1))
+      if (item.first != "step") CHECK(item.second.device() == *other);
+    CHECK(b.device() == *other);
+  }
+}
+
+DEVICE_TEST_CASE("a step after the parameters changed dtype finds the old state: DtypeError", "[optim][state]") {
+  Tensor a = test::leaf({1, 2}, {2}, device, kFloat32);
+  optim::Adam opt({a}, optim::AdamOptions(0.1));
+  a.mutable_grad() = test::make({1, -1}, {2}, kFloat32, device);
+  opt.step();
+  {
+    NoGradGuard no_grad;
+    a.set_data(a.to(kFloat64));
+    a.mutable_grad() = a.grad().to(kFloat64);
+  }
+  REQUIRE_THROWS_AS(opt.step(), DtypeError);
+  REQUIRE_THROWS_WITH(opt.step(), Contains("Adam.step(): state 'exp_avg' of parameter 0 is float32 [2] but the "
+                                           "parameter is float64 [2]") &&
+                                      Contains("optimizer.load_state_dict(optimizer.state_dict())"));
+  opt.load_state_dict(opt.state_dict());
+  opt.step();
+  CHECK(opt.state_dict().state.at(0)["exp_avg"].dtype() == kFloat64);
+}
+
+// ---------------------------------------------------------------- clip_grad_norm_
+
+DEVICE_TEST_CASE("clip_grad_norm_ matches PyTorch's", "[optim][clip]") {
+  const auto& clips = test::optim_reference().clips;
+  REQUIRE(clips.size() == 11);
+  for (const auto& c : clips) {
+    for (bool strided : {false, true}) {
+      INFO(c.name << (strided ? ", first gradient not contiguous" : ""));
+      std::vector<Tensor> params;
+      for (const Tensor& g : c.grads) {
+        params.push_back(zeros(g.sizes(), TensorOptions(g.dtype()).device(device)).requires_grad_());
+        Tensor grad = g.to(device).clone();  // never the reference data itself: it is clipped in place
+        if (strided && params.size() == 1 && g.dim() == 2) grad = grad.t().contiguous().t();
+        params.back().mutable_grad() = grad;
+      }
+      if (strided) REQUIRE_FALSE(params[0].grad().is_contiguous());
+      const Tensor total = nn::utils::clip_grad_norm_(params, c.max_norm, c.norm_type);
+      CHECK(total.dim() == 0);
+      CHECK(total.device() == device);
+      CHECK(total.dtype() == c.total.dtype());
+      check_close(total, c.total);
+      for (size_t i = 0; i < params.size(); ++i) check_close(params[i].grad(), c.clipped[i]);
+    }
+  }
+}
+
+DEVICE_TEST_CASE("clip_grad_norm_: mixed devices and dtypes, large and empty gradients", "[optim][clip]") {
+  std::vector<Device> where = {device};
+  if (auto other = test::other_device(device)) where.push_back(*other);
+  std::vector<Tensor> params;
+  std::vector<Tensor> before;
+  for (const Device& d : where)
+    for (Dtype dtype : {kFloat32, kFloat64}) {
+      params.push_back(zeros({5}, TensorOptions(dtype).device(d)).requires_grad_());
+      params.back().mutable_grad() = randn({5}, TensorOptions(dtype).device(d));
+      before.push_back(params.back().grad().clone());
+    }
+  // Large enough to be split across threads, and an empty one.
+  params.push_back(zeros({3 * 32768 + 7}, TensorOptions(kFloat32).device(device)).requires_grad_());
+  params.back().mutable_grad() = randn({3 * 32768 + 7}, TensorOptions(kFloat32).device(device));
+  before.push_back(params.back().grad().clone());
+  params.push_back(zeros({0}, TensorOptions(kFloat32).device(device)).requires_grad_());
+  params.back().mutable_grad() = zeros({0}, TensorOptions(kFloat32).device(device));
+  before.push_back(params.back().grad().clone());
+  params.push_back(zeros({2}, TensorOptions(kFloat32).device(device)).requires_grad_());  // no gradient
+
+  double sum_sq = 0;
+  for (const Tensor& g : before) sum_sq += g.to(kFloat64).pow(2).sum().item<double>();
+  const double expected = std::sqrt(sum_sq);
+  const Tensor total = nn::utils::clip_grad_norm_(params, 1.0);
+  CHECK(total.device() == device);   // the first gradient's
+  CHECK(total.dtype() == kFloat64);  // promoted over the gradients
+  CHECK(total.item<double>() == Approx(expected).epsilon(1e-6));
+  for (size_t i = 0; i < before.size(); ++i)
+    check_close(params[i].grad().to(kFloat64), before[i].to(kFloat64).mul(1.0 / (expected + 1e-6)),
+                test::Tolerance{1e-5, 1e-7});
+  CHECK_FALSE(params.back().grad().defined());
+
+  // No gradient at all: tensor(0.), float32 on the cpu, as PyTorch.
+  Tensor none = zeros({2}, TensorOptions(kFloat32).device(device)).requires_grad_();
+  const Tensor zero = nn::utils::clip_grad_norm_(none, 1.0);
+  CHECK(zero.device() == Device(kCPU));
+  CHECK(zero.dtype() == kFloat32);
+  CHECK(zero.item<double>() == 0);
+}
+
+DEVICE_TEST_CASE("clip_grad_norm_ refuses a non-finite norm when asked", "[optim][clip]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {inf, std::numeric_limits<double>::quiet_NaN()}) {
+    Tensor p = zeros({3}, TensorOptions(kFloat32).device(device)).requires_grad_();
+    p.mutable_grad() = test::make({1, bad, 2}, {3}, kFloat32, device);
+    REQUIRE_THROWS_AS(nn::utils::clip_grad_norm_(p, 1.0, 2.0, true), ValueError);
+    REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(p, 1.0, 2.0, true),
+                        Contains("The total norm of order 2.0 for gradients from `parameters` is non-finite, so it "
+                                 "cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                                 "norm anyway, set `error_if_nonfinite=False`"));
+    REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(p, 1.0, inf, true), Contains("The total norm of order inf"));
+    CHECK(p.grad().to_vector<float>()[0] == 1);  // untouched
+    // Without the flag, PyTorch scales by the non-finite coefficient.
+    const Tensor total = nn::utils::clip_grad_norm_(p, 1.0);
+    CHECK_FALSE(std::isfinite(total.item<double>()));
+  }
+  REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(std::vector<Tensor>{Tensor()}, 1.0),
+                      Contains("clip_grad_norm_: a parameter is an undefined tensor"));
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST_CASE("options are checked with PyTorch's messages", "[optim][errors]") {
+  Tensor p = zeros({2}).requires_grad_();
+  auto throws = [&](auto make, const std::string& message) {
+    INFO(message);
+    REQUIRE_THROWS_AS(make(), ValueError);
+    REQUIRE_THROWS_WITH(make(), Contains(message));
+  };
+  throws([&] { optim::SGD({p}, optim::SGDOptions(-1)); }, "Invalid learning rate: -1");
+  throws([&] { optim::SGD({p}, optim::SGDOptions(0.1).momentum(-0.5)); }, "Invalid momentum value: -0.5");
+  throws([&] { optim::SGD({p}, optim::SGDOptions(0.1).weight_decay(-1e-4)); }, "Invalid weight_decay value: -0.0001");
+  throws([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)); },
+         "Nesterov momentum requires a momentum and zero dampening");
+  throws([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true).momentum(0.9).dampening(0.1)); },
+         "Nesterov momentum requires a momentum and zero dampening");
+  throws([&] { optim::Adam({p}, optim::AdamOptions(-0.001)); }, "Invalid learning rate: -0.001");
+  throws([&] { optim::Adam({p}, optim::AdamOptions().eps(-1)); }, "Invalid epsilon value: -1");
+  throws([&] { optim::Adam({p}, optim::AdamOptions().betas({1.0, 0.999})); }, "Invalid beta parameter at index 0: 1");
+  throws([&] { optim::Adam({p}, optim::AdamOptions().betas({0.9, -0.1})); }, "Invalid beta parameter at index 1: -0.1");
+  throws([&] { optim::Adam({p}, optim::AdamOptions().weight_decay(-1)); }, "Invalid weight_decay value: -1");
+  throws([&] { optim::AdamW({p}, optim::AdamWOptions(-2)); }, "Invalid learning rate: -2");
+  throws([&] { optim::AdamW({p}, optim::AdamWOptions().betas({0.9, 1.5})); }, "Invalid beta parameter at index 1");
+  // A group's own options are checked too, when it is added.
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  Tensor q = zeros({2}).requires_grad_();
+  throws([&] { opt.add_param_group(optim::OptimizerParamGroup({q}, optim::SGDOptions(-3))); },
+         "Invalid learning rate: -3");
+  CHECK(opt.param_groups().size() == 1);
+  CHECK(optim::AdamWOptions().weight_decay() == 1e-2);
+  CHECK(optim::AdamOptions().weight_decay() == 0);
+}
+
+TEST_CASE("parameter lists are checked", "[optim][errors]") {
+  Tensor p = zeros({2}).requires_grad_(), q = zeros({2}).requires_grad_();
+  REQUIRE_THROWS_WITH(optim::SGD(std::vector<Tensor>{}, optim::SGDOptions(0.1)),
+                      Contains("optimizer got an empty parameter list"));
+  REQUIRE_THROWS_WITH(optim::SGD({Tensor()}, optim::SGDOptions(0.1)),
+                      Contains("optimizer can only optimize Tensors, but one of the params is an undefined tensor"));
+  REQUIRE_THROWS_WITH(optim::SGD({p.mul(2)}, optim::SGDOptions(0.1)), Contains("can't optimize a non-leaf Tensor"));
+  REQUIRE_THROWS_WITH(optim::SGD({p, q, p}, optim::SGDOptions(0.1)),
+                      Contains("optimizer contains a parameter group with duplicate parameters"));
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  REQUIRE_THROWS_AS(opt.add_param_group(optim::OptimizerParamGroup({q, p})), ValueError);
+  REQUIRE_THROWS_WITH(opt.add_param_group(optim::OptimizerParamGroup({q, p})),
+                      Contains("some parameters appear in more than one parameter group"));
+  REQUIRE_THROWS_WITH(opt.add_param_group(optim::OptimizerParamGroup({q}, optim::AdamOptions())),
+                      Contains("a parameter group's options are of another optimizer's type"));
+  optim::OptimizerParamGroup bare({q});
+  REQUIRE_THROWS_WITH(bare.options(), Contains("this parameter group has no options yet"));
+  // Integer parameters cannot be stepped.
+  Tensor n = zeros({2}, kInt64);
+  optim::SGD ints({n}, optim::SGDOptions(0.1));
+  n.mutable_grad() = zeros({2}, kInt64);
+  REQUIRE_THROWS_AS(ints.step(), DtypeError);
+  REQUIRE_THROWS_WITH(ints.step(), Contains("SGD.step(): parameter 0 is int64; optimizers update floating-point "
+                                            "parameters only"));
+  // A gradient that does not match its parameter.
+  p.mutable_grad() = zeros({3});
+  REQUIRE_THROWS_WITH(opt.step(), Contains("SGD.step(): the gradient of parameter 0 is float32 [3] but the "
+                                           "parameter is float32 [2]"));
+  p.mutable_grad() = zeros({2}, kFloat64);
+  REQUIRE_THROWS_AS(opt.step(), ValueError);
+}
+
+DEVICE_TEST_CASE("a gradient on another device than its parameter is refused", "[optim][errors]") {
+  auto other = test::other_device(device);
+  if (!other) return;
+  Tensor p = zeros({2}, TensorOptions(kFloat32).device(device)).requires_grad_();
+  optim::SGD opt({p}, optim::SGDOptions(0.1));
+  p.mutable_grad() = zeros({2}, TensorOptions(kFloat32).device(*other));
+  REQUIRE_THROWS_AS(opt.step(), DeviceError);
+  REQUIRE_THROWS_WITH(opt.step(), Contains("Expected all tensors to be on the same device") &&
+                                      Contains("(when checking argument 'the gradient of parameter 0' of SGD.step())"));
+}
+
+TEST_CASE("options by key", "[optim][errors]") {
+  optim::AdamOptions o(0.1);
+  o.set("beta1", 0.5);
+  o.set("beta2", 0.75);
+  o.set("amsgrad", 1);
+  CHECK(std::get<0>(o.betas()) == 0.5);
+  CHECK(std::get<1>(o.betas()) == 0.75);
+  CHECK(o.amsgrad());
+  CHECK(o.to_dict().keys() ==
+        std::vector<std::string>{"lr", "beta1", "beta2", "eps", "weight_decay", "amsgrad", "maximize"});
+  REQUIRE_THROWS_AS(o.set("momentum", 0.9), KeyError);
+  REQUIRE_THROWS_WITH(o.set("momentum", 0.9), Contains("AdamOptions has no option 'momentum' (it has 'lr', 'beta1'"));
+  REQUIRE_THROWS_WITH(optim::SGDOptions(0.1).set("betas", 1), Contains("SGDOptions has no option 'betas'"));
+  REQUIRE_THROWS_WITH(optim::AdamWOptions().set("nesterov", 1), Contains("AdamWOptions has no option 'nesterov'"));
+}
+
+TEST_CASE("load_state_dict checks what it loads, and changes nothing when it refuses", "[optim][errors]") {
+  Tensor a = zeros({2}).requires_grad_(), b = zeros({3}).requires_grad_();
+  optim::Adam opt({a, b}, optim::AdamOptions(0.1));
+  a.mutable_grad() = ones({2});
+  b.mutable_grad() = ones({3});
+  opt.step();
+  const optim::OptimizerStateDict good = opt.state_dict();
+
+  optim::OptimizerStateDict sd = good;
+  sd.param_groups.push_back(sd.param_groups[0]);
+  REQUIRE_THROWS_AS(opt.load_state_dict(sd), ValueError);
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd),
+                      Contains("loaded state dict has a different number of parameter groups"));
+  sd = good;
+  sd.param_groups[0].params.pop_back();
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("loaded state dict contains a parameter group that doesn't "
+                                                        "match the size of optimizer's group"));
+  sd = good;
+  sd.param_groups[0].options.erase("eps");
+  REQUIRE_THROWS_AS(opt.load_state_dict(sd), KeyError);
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: parameter group 0 of the state dict "
+                                                        "has no 'eps'"));
+  sd = good;
+  sd.state.at(1).erase("exp_avg_sq");
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: the state of parameter 1 has no "
+                                                        "'exp_avg_sq'"));
+  sd = good;
+  sd.state.at(1).insert("momentum_buffer", zeros({3}));
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: unknown state 'momentum_buffer' of "
+                                                        "parameter 1"));
+  sd = good;
+  sd.state.at(1).insert_or_assign("exp_avg", zeros({2}));
+  REQUIRE_THROWS_AS(opt.load_state_dict(sd), ShapeError);
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'exp_avg' of parameter 1 has shape [2] but the "
+                                                        "parameter has shape [3]"));
+  sd = good;
+  sd.state.at(1).insert_or_assign("step", zeros({2}));
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'step' of parameter 1 has 2 elements"));
+  sd = good;
+  sd.state.at(1).insert_or_assign("exp_avg", Tensor());
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'exp_avg' of parameter 1 is an undefined tensor"));
+  sd = good;
+  sd.state.emplace(7, sd.state.at(0));
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("the state dict has state for parameter 7, which none of its "
+                                                        "parameter groups lists"));
+  sd = good;
+  sd.param_groups[0].options.insert_or_assign("lr", 0.5);
+  sd.param_groups[0].options.insert_or_assign("momentum", 0.9);  // unknown to Adam: kept as an extra value
+  sd.state.emplace(9, sd.state.at(0));                           // and a refusal after it
+  REQUIRE_THROWS_AS(opt.load_state_dict(sd), KeyError);
+  CHECK(opt.param_groups()[0].options().get_lr() == 0.1);  // unchanged
+  CHECK_FALSE(opt.param_groups()[0].extra().contains("momentum"));
+  // An SGD state dict for an Adam optimizer.
+  optim::SGD sgd({zeros({2}).requires_grad_(), zeros({3}).requires_grad_()}, optim::SGDOptions(0.1));
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sgd.state_dict()),
+                      Contains("parameter group 0 of the state dict has no "
+                               "'beta1' (was it saved from another optimizer?)"));
+  opt.load_state_dict(good);
+}
