@@ -29,6 +29,7 @@
 #include "tensor/ops/factory.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/linalg.h"
+#include "tensor/ops/norm.h"
 #include "tensor/ops/pool.h"
 #include "tensor/ops/random.h"
 #include "tensor/ops/reduce.h"
