@@ -170,12 +170,15 @@ void launch_col2im(const Tensor& cols, const Tensor& gx, int64_t items, const Co
 
 // ---------------------------------------------------------------- im2col + cuBLAS
 
-// Column matrices of at most this many bytes at once: the batch is taken in
-// chunks of that many items (at least one).
+// Column matrices (and per-item products) of at most this many bytes at
+// once: the batch is taken in chunks of that many items (at least one).
 constexpr int64_t kColumnBytes = int64_t{256} << 20;
 
-int64_t chunk_items(const ConvShape& s, Dtype dtype) {
-  const int64_t per_item = std::max<int64_t>(1, s.C_in * s.kh * s.kw * s.L * static_cast<int64_t>(element_size(dtype)));
+// extra: elements of other scratch an item needs (the weight gradient's
+// per-item products).
+int64_t chunk_items(const ConvShape& s, Dtype dtype, int64_t extra = 0) {
+  const int64_t per_item =
+      std::max<int64_t>(1, (s.C_in * s.kh * s.kw * s.L + extra) * static_cast<int64_t>(element_size(dtype)));
   return std::clamp<int64_t>(kColumnBytes / per_item, 1, std::max<int64_t>(s.N, 1));
 }
 
@@ -225,7 +228,7 @@ void backward_input_gemm(const Tensor& grad_input, const Tensor& grad_out, const
 }
 
 void backward_weight_gemm(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& x, const ConvShape& s) {
-  const int64_t chunk = chunk_items(s, x.dtype());
+  const int64_t chunk = chunk_items(s, x.dtype(), s.C_out * s.K);
   const int device = x.device().index();
   const Tensor gw = view_of(grad_weight, 0, {1, s.G, s.cout_g, s.K}, {s.C_out * s.K, s.cout_g * s.K, s.K, 1});
   Tensor chunk_sum;  // the sums of the chunks after the first, added to gw
