@@ -347,6 +347,11 @@ DEVICE_TEST_CASE("embedding by hand: rows, repeated indices, padding_idx, int32 
   Tensor w2 = test::leaf({0, 1, 10, 11, 20, 21, 30, 31}, {4, 2}, device);
   embedding(w2, idx).backward(test::make(values(12), {2, 3, 2}, kFloat64, device));
   test::check_values(w2.grad(), {g[6], g[7], g[2] + g[4] + g[10], g[3] + g[5] + g[11], g[8], g[9], g[0], g[1]});
+  // Any table dtype can be looked up (a gradient needs a floating one).
+  Tensor table = test::make({1, 2, 3, 4, 5, 6}, {3, 2}, kInt64, device);
+  Tensor rows = embedding(table, ids({2, 0}, {2}, device));
+  CHECK(rows.dtype() == kInt64);
+  test::check_values(rows, {5, 6, 1, 2});
   // No indices: a (0, 2) output and a zero gradient.
   Tensor w3 = test::leaf({1, 2, 3, 4}, {2, 2}, device);
   Tensor none = embedding(w3, ids({}, {0}, device));

@@ -1,7 +1,9 @@
 // CPU kernels of batch norm, layer norm and embedding (contract in
-// kernels/cpu/norm.h). Statistics are two-pass (the mean, then the squared
-// deviations from it) with double sums, so float32 inputs lose nothing to
-// cancellation; every inner loop runs over a contiguous run and vectorises.
+// kernels/cpu/norm.h). Statistics sum in double, so float32 inputs lose
+// nothing to cancellation (see Moments: one shifted pass below float64, two
+// passes for it); the layer-norm backward's short row sums run in the
+// statistics' type, as PyTorch's. Every inner loop runs over a contiguous
+// run and vectorises.
 //
 // Batch norm walks the input as (N, C, L). With long planes (L >= 16) a
 // thread owns whole channels: its statistics, then its outputs, while the
@@ -92,6 +94,37 @@ double squared_deviations(const T* x, int64_t n, double mean) {
   }
   return (s0 + s1) + (s2 + s3);
 }
+// grad_sums in M (float for float32), for the short sums of one
+// layer-norm row in backward: four streams of vectors, each summing a
+// quarter of the row (a gradient needs no double there, as PyTorch's).
+template <typename M, typename G, typename T>
+void grad_sums_short(const G* g, const T* x, int64_t n, M mean, M& sum_g, M& sum_gx) {
+  const int64_t q = n / 4;
+  const G *g1 = g + q, *g2 = g + 2 * q, *g3 = g + 3 * q;
+  const T *x1 = x + q, *x2 = x + 2 * q, *x3 = x + 3 * q;
+  M a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+  TANDEM_SIMD_SUM(a0, a1, a2, a3, b0, b1, b2, b3)
+  for (int64_t i = 0; i < q; ++i) {
+    const M v0 = static_cast<M>(g[i]), v1 = static_cast<M>(g1[i]), v2 = static_cast<M>(g2[i]),
+            v3 = static_cast<M>(g3[i]);
+    a0 += v0;
+    a1 += v1;
+    a2 += v2;
+    a3 += v3;
+    b0 += v0 * (static_cast<M>(x[i]) - mean);
+    b1 += v1 * (static_cast<M>(x1[i]) - mean);
+    b2 += v2 * (static_cast<M>(x2[i]) - mean);
+    b3 += v3 * (static_cast<M>(x3[i]) - mean);
+  }
+  for (int64_t i = 4 * q; i < n; ++i) {
+    const M v = static_cast<M>(g[i]);
+    a0 += v;
+    b0 += v * (static_cast<M>(x[i]) - mean);
+  }
+  sum_g = (a0 + a1) + (a2 + a3);
+  sum_gx = (b0 + b1) + (b2 + b3);
+}
+
 // (Σ (x[i] - shift), Σ (x[i] - shift)^2) added to sum, sq.
 template <typename T>
 void shifted_sums(const T* x, int64_t n, double shift, double& sum, double& sq) {
@@ -125,18 +158,16 @@ void shifted_sums(const T* x, int64_t n, double shift, double& sum, double& sq) 
 // of sums shifted by a sample (the run's first value, so that they do not
 // cancel) in double: their 24 bits or fewer lose nothing there, and the run
 // is read once.
-template <typename T>
 struct Moments {
   double mean, sq;
 };
-template <typename T>
-Moments<T> finish_moments(double shift, double sum, double sq, int64_t n) {
+// From the shifted sums of n values.
+Moments finish_moments(double shift, double sum, double sq, int64_t n) {
   const double nd = static_cast<double>(n), d = sum / nd;
   return {shift + d, std::max(sq - sum * d, 0.0)};
 }
 
-// (Σ g[i], Σ g[i] * (x[i] - mean)) added to sum_g, sum_gx. G: T, or M for
-// layer norm's g * w.
+// (Σ g[i], Σ g[i] * (x[i] - mean)) added to sum_g, sum_gx.
 template <typename G, typename T>
 void grad_sums(const G* g, const T* x, int64_t n, double mean, double& sum_g, double& sum_gx) {
   const int64_t q = n / 4;
@@ -256,7 +287,7 @@ struct BatchNormForward {
           const double shift = as_double(x[c * s.L]);
           double sum = 0;
           for (int64_t i = 0; i < s.N; ++i) shifted_sums(x + (i * s.C + c) * s.L, s.L, shift, sum, sq);
-          const Moments<T> mo = finish_moments<T>(shift, sum, sq, n);
+          const Moments mo = finish_moments(shift, sum, sq, n);
           mu = mo.mean;
           sq = mo.sq;
         }
@@ -466,7 +497,7 @@ void layer_norm_rows(const Tensor& out, const Tensor& mean_t, const Tensor& invs
       } else {
         double sum = 0, q = 0;
         shifted_sums(xp, D, as_double(xp[0]), sum, q);
-        const Moments<T> mo = finish_moments<T>(as_double(xp[0]), sum, q, D);
+        const Moments mo = finish_moments(as_double(xp[0]), sum, q, D);
         mu = mo.mean;
         sq = mo.sq;
       }
@@ -528,7 +559,7 @@ void layer_norm_backward_rows(const Tensor& grad_input, const Tensor& grad_weigh
       for (int64_t r = block_begin(blk, blocks, rows); r < block_begin(blk + 1, blocks, rows); ++r) {
         const T* gp = g + r * D;
         const T* xp = x + r * D;
-        const double mu = static_cast<double>(mean[r]), is = static_cast<double>(invstd[r]);
+        const double is = static_cast<double>(invstd[r]);
         const M m = mean[r], ism = invstd[r];
         // One pass for what reads g and x element by element: the
         // parameters' sums, and gw = g * w for grad_input.
@@ -553,11 +584,12 @@ void layer_norm_backward_rows(const Tensor& grad_input, const Tensor& grad_weigh
           for (int64_t j = 0; j < D; ++j) gwv[j] = static_cast<M>(gp[j]) * w[j];
         }
         if (gx == nullptr) continue;
-        double a = 0, bsum = 0;
+        M am = 0, bm = 0;
         if (weighted)
-          grad_sums(gwv.data(), xp, D, mu, a, bsum);
+          grad_sums_short(gwv.data(), xp, D, m, am, bm);
         else
-          grad_sums(gp, xp, D, mu, a, bsum);
+          grad_sums_short(gp, xp, D, m, am, bm);
+        const double a = static_cast<double>(am), bsum = static_cast<double>(bm);
         const double inv_d = 1.0 / static_cast<double>(D);
         const M k2 = static_cast<M>(-bsum * inv_d * is * is * is);
         const M k3 = static_cast<M>(-a * inv_d * is);

@@ -3,7 +3,7 @@
 // the kernels compute. T is the input's floating dtype and M = opmath_t<T>
 // the statistics' (float for float16/bfloat16): weight, bias, mean, invstd,
 // the running statistics and the weight and bias gradients are M tensors.
-// Sums run in double. kernels/cuda/norm.h has the same contract.
+// kernels/cuda/norm.h has the same contract.
 #pragma once
 
 #include <cstdint>
