@@ -242,22 +242,28 @@ std::string param_name(int64_t index) { return tandem::detail::str_cat("paramete
 }  // namespace
 
 UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimizer, int64_t index, const Tensor& param,
-                         const Tensor& grad, const std::vector<Tensor>& states,
-                         const std::vector<const char*>& state_names) {
+                         const Tensor& grad, std::initializer_list<Tensor> states,
+                         std::initializer_list<const char*> state_names) {
   TANDEM_INTERNAL_ASSERT(states.size() == state_names.size(), "one name per state tensor");
-  const std::string label = param_name(index);
-  TANDEM_CHECK(param.is_floating_point(), DtypeError, optimizer, ".step(): ", label, " is ", param.dtype(),
+  // Every step runs these for every parameter: the messages (and the
+  // strings in them) are built only on failure.
+  auto label = [&] { return param_name(index); };
+  TANDEM_CHECK(param.is_floating_point(), DtypeError, optimizer, ".step(): ", label(), " is ", param.dtype(),
                "; optimizers update floating-point parameters only (float32, float64, float16, bfloat16)");
-  check_same_device(tandem::detail::str_cat(optimizer, ".step()").c_str(),
-                    {{label.c_str(), param}, {tandem::detail::str_cat("the gradient of ", label).c_str(), grad}});
+  if (grad.device() != param.device()) {
+    const std::string name = label(), grad_name = "the gradient of " + name;
+    check_same_device(tandem::detail::str_cat(optimizer, ".step()").c_str(),
+                      {{name.c_str(), param}, {grad_name.c_str(), grad}});
+  }
   TANDEM_CHECK(grad.dtype() == param.dtype() && grad.sizes() == param.sizes(), ValueError, optimizer,
-               ".step(): ", "the gradient of ", label, " is ", grad.dtype(), " ", grad.sizes(),
+               ".step(): ", "the gradient of ", label(), " is ", grad.dtype(), " ", grad.sizes(),
                " but the parameter is ", param.dtype(), " ", param.sizes(), "; a gradient must match its parameter");
   for (size_t s = 0; s < states.size(); ++s) {
-    const Tensor& value = states[s];
-    if (value.device() != param.device()) throw_stale_state(optimizer, index, param, state_names[s], value);
+    const Tensor& value = states.begin()[s];
+    const char* state_name = state_names.begin()[s];
+    if (value.device() != param.device()) throw_stale_state(optimizer, index, param, state_name, value);
     TANDEM_CHECK(value.dtype() == param.dtype() && value.sizes() == param.sizes(), DtypeError, optimizer,
-                 ".step(): state '", state_names[s], "' of ", label, " is ", value.dtype(), " ", value.sizes(),
+                 ".step(): state '", state_name, "' of ", label(), " is ", value.dtype(), " ", value.sizes(),
                  " but the parameter is ", param.dtype(), " ", param.sizes(),
                  " (the parameter changed dtype after earlier steps made the state). Convert the model before ",
                  "building the optimizer, or convert the state with optimizer.load_state_dict(",
@@ -281,7 +287,7 @@ UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimiz
     bucket->params.push_back(copy);
   }
   bucket->grads.push_back(grad.is_contiguous() ? grad : grad.contiguous());
-  for (size_t s = 0; s < states.size(); ++s) bucket->states[s].push_back(states[s]);
+  for (const Tensor& state : states) bucket->states[&state - states.begin()].push_back(state);
   bucket->indices.push_back(index);
   return *bucket;
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -222,8 +223,8 @@ struct UpdateBucket {
 // dtype and shape; a stale state tensor throws check_same_device's
 // DeviceError naming `optimizer`, the state and the parameter, with the fix.
 UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimizer, int64_t index, const Tensor& param,
-                         const Tensor& grad, const std::vector<Tensor>& states,
-                         const std::vector<const char*>& state_names);
+                         const Tensor& grad, std::initializer_list<Tensor> states,
+                         std::initializer_list<const char*> state_names);
 // Writes back the non-contiguous parameters of a bucket after its kernel.
 void finish_bucket(UpdateBucket& bucket);
 

@@ -85,8 +85,9 @@ Tensor SGD::step(LossClosure closure) {
         buffer = static_cast<const SGDParamState&>(*it->second).momentum_buffer();
       const bool fresh = !buffer.defined();
       if (fresh) {
-        // Contiguous, on the parameter's device; the kernel fills it.
-        buffer = empty(p.sizes(), p.options());
+        // Contiguous, on the parameter's device, zeroed: the kernel decays
+        // it by 0 and adds d_p (fn::SgdTensorScalars).
+        buffer = zeros(p.sizes(), p.options());
         made.emplace_back(p.impl(), buffer);
       }
       detail::bucket_for(buckets, name(), i, p, grad, {buffer}, {"momentum_buffer"}).fresh.push_back(fresh);

@@ -147,6 +147,9 @@ for dt in (torch.float64, torch.float32):
     optim_case(f"adamw_amsgrad_{d}", "adamw", dt, [(3, dict(lr=0.01, weight_decay=0.1, amsgrad=True))], steps=6)
     optim_case(f"adamw_groups_{d}", "adamw", dt, [(2, dict(lr=0.01, weight_decay=0.0)),
                                                   (1, dict(lr=0.02, beta2=0.9, maximize=True))])
+    optim_case(f"sgd_weight_decay_{d}", "sgd", dt, [(2, dict(lr=0.1, weight_decay=0.5))])
+    optim_case(f"adam_weight_decay_amsgrad_{d}", "adam", dt, [(2, dict(lr=0.02, weight_decay=0.2, amsgrad=True))],
+               steps=5)
 
 
 # ---------------------------------------------------------------- clip_grad_norm_

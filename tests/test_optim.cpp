@@ -90,7 +90,7 @@ void round_through(optim::Optimizer& opt, Dtype dtype) {
 
 DEVICE_TEST_CASE("optimizer trajectories match PyTorch's", "[optim][reference]") {
   const auto& cases = test::optim_reference().cases;
-  REQUIRE(cases.size() == 32);
+  REQUIRE(cases.size() == 36);
   for (const auto& c : cases) {
     INFO(c.name);
     std::vector<Tensor> params = leaves(c.initial, device);
@@ -129,8 +129,9 @@ DEVICE_TEST_CASE("16-bit parameters update in float and round once per step", "[
   // functor and round on store: exactly a float32 run whose parameters and
   // state are rounded after each step.
   for (Dtype dtype : {kFloat16, kBFloat16}) {
-    for (const char* name : {"sgd_dampening_f32", "sgd_nesterov_f32", "sgd_skip_f32", "adam_amsgrad_f32",
-                             "adam_skip_f32", "adam_options_f32", "adamw_groups_f32"}) {
+    for (const char* name :
+         {"sgd_dampening_f32", "sgd_nesterov_f32", "sgd_skip_f32", "adam_amsgrad_f32", "adam_skip_f32",
+          "adam_options_f32", "adamw_groups_f32", "sgd_weight_decay_f32", "adam_weight_decay_amsgrad_f32"}) {
       const auto& c = find_case(name);
       INFO(name << " in " << dtype);
       std::vector<Tensor> half = leaves(c.initial, device, dtype);

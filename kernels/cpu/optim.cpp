@@ -1,11 +1,18 @@
 // CPU multi-tensor optimizer updates and per-tensor norms: a loop over the
-// tensors, each a contiguous loop that applies the shared functor
-// (kernels/functors/optim.h) and vectorizes; tensors above kElementwiseGrain
-// elements are split across threads.
+// tensors, each a contiguous loop that applies the shared update
+// (kernels/functors/optim.h), instantiated per variant so that it has no
+// branch and vectorizes (float32, float64; the 16-bit types convert element
+// by element); tensors above kElementwiseGrain elements are split across
+// threads.
 #include "kernels/cpu/optim.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/functors/reduce.h"
@@ -19,31 +26,52 @@ T* data(const Tensor& t) {
   return static_cast<T*>(t.data_ptr());
 }
 
-// kMomentum: the group has momentum buffers (a separate loop, so that the
-// plain one neither loads nor stores one).
-template <typename T, bool kMomentum>
-void sgd_tensor(const Tensor& param, const Tensor& grad, const Tensor* buffer, bool fresh,
-                const fn::SgdStep<opmath_t<T>>& f) {
+template <typename T, fn::SgdMomentum kMomentum, bool kWeightDecay>
+void sgd_tensor(const Tensor& param, const Tensor& grad, const Tensor* buffer, const fn::SgdStep<opmath_t<T>>& step,
+                const fn::SgdTensorScalars<opmath_t<T>>& scalars) {
   using M = opmath_t<T>;
+  constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   T* p = data<T>(param);
   const T* g = data<T>(grad);
-  T* buf = kMomentum ? data<T>(*buffer) : nullptr;
+  T* buf = kBuffer ? data<T>(*buffer) : nullptr;
   parallel_for(0, param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    const auto f = step;
+    const auto s = scalars;
     TANDEM_SIMD
     for (int64_t i = begin; i < end; ++i) {
-      M pi = static_cast<M>(p[i]);
-      M bi = kMomentum ? static_cast<M>(buf[i]) : M(0);
-      f(pi, static_cast<M>(g[i]), bi, fresh);
-      p[i] = static_cast<T>(pi);
-      if constexpr (kMomentum) buf[i] = static_cast<T>(bi);
+      const M b = kBuffer ? static_cast<M>(buf[i]) : M(0);
+      const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, static_cast<M>(p[i]), static_cast<M>(g[i]), b);
+      p[i] = static_cast<T>(r.p);
+      if constexpr (kBuffer) buf[i] = static_cast<T>(r.buffer);
     }
   });
 }
 
-template <typename T, bool kAmsgrad>
+// x[i] = sqrt(x[i]) for i < n, in vector instructions where there are
+// some: GCC vectorizes no std::sqrt unless -fno-math-errno (sqrt of a
+// negative number sets errno), and the vector square roots round as the
+// scalar one does.
+template <typename M>
+void sqrt_in_place(M* x, int64_t n) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<M, float>) {
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(x + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
+  } else {
+    for (; i + 2 <= n; i += 2) _mm_storeu_pd(x + i, _mm_sqrt_pd(_mm_loadu_pd(x + i)));
+  }
+#endif
+  for (; i < n; ++i) x[i] = std::sqrt(x[i]);
+}
+
+// Elements of one block of the Adam loop: its three passes (moments, square
+// roots, update) work on opmath copies that stay in L1.
+constexpr int64_t kAdamBlock = 256;
+
+template <typename T, fn::WeightDecay kWeightDecay, bool kAmsgrad>
 void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const Tensor* max_exp_avg_sq, const fn::AdamStep<opmath_t<T>>& f,
-                 const fn::AdamTensorScalars<opmath_t<T>>& s) {
+                 const Tensor* max_exp_avg_sq, const fn::AdamStep<opmath_t<T>>& step,
+                 const fn::AdamTensorScalars<opmath_t<T>>& scalars) {
   using M = opmath_t<T>;
   T* p = data<T>(param);
   const T* g = data<T>(grad);
@@ -51,15 +79,28 @@ void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   T* v = data<T>(exp_avg_sq);
   T* v_max = kAmsgrad ? data<T>(*max_exp_avg_sq) : nullptr;
   parallel_for(0, param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    TANDEM_SIMD
-    for (int64_t i = begin; i < end; ++i) {
-      M pi = static_cast<M>(p[i]), mi = static_cast<M>(m[i]), vi = static_cast<M>(v[i]);
-      M vmi = kAmsgrad ? static_cast<M>(v_max[i]) : M(0);
-      f(pi, static_cast<M>(g[i]), mi, vi, vmi, s);
-      p[i] = static_cast<T>(pi);
-      m[i] = static_cast<T>(mi);
-      v[i] = static_cast<T>(vi);
-      if constexpr (kAmsgrad) v_max[i] = static_cast<T>(vmi);
+    const auto f = step;
+    const auto s = scalars;
+    alignas(64) M p_new[kAdamBlock], m_new[kAdamBlock], root[kAdamBlock];
+    for (int64_t b = begin; b < end; b += kAdamBlock) {
+      const int64_t n = std::min(kAdamBlock, end - b);
+      T *pb = p + b, *mb = m + b, *vb = v + b, *xb = kAmsgrad ? v_max + b : nullptr;
+      const T* gb = g + b;
+      TANDEM_SIMD
+      for (int64_t i = 0; i < n; ++i) {
+        const M x = kAmsgrad ? static_cast<M>(xb[i]) : M(0);
+        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, static_cast<M>(pb[i]), static_cast<M>(gb[i]),
+                                                                static_cast<M>(mb[i]), static_cast<M>(vb[i]), x);
+        mb[i] = static_cast<T>(r.m);
+        vb[i] = static_cast<T>(r.v);
+        if constexpr (kAmsgrad) xb[i] = static_cast<T>(r.v_max);
+        p_new[i] = r.p;
+        m_new[i] = r.m;
+        root[i] = r.second;
+      }
+      sqrt_in_place(root, n);
+      TANDEM_SIMD
+      for (int64_t i = 0; i < n; ++i) pb[i] = static_cast<T>(fn::adam_apply(f, s, p_new[i], m_new[i], root[i]));
     }
   });
 }
@@ -68,20 +109,30 @@ void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
 // one tensor are combined in order.
 constexpr int64_t kNormChunk = kElementwiseGrain;
 
-// Folds x[0, n) with Ops (kernels/functors/reduce.h) in eight interleaved
-// lanes, so that the loop is not one chain of dependent additions.
+// Folds x[0, n) with Ops (kernels/functors/reduce.h). The sums (orders 2,
+// 1, 0, p) add each element's term ops.reduce(0, x) in a vector reduction;
+// max and min (orders inf, -inf) keep eight interleaved lanes.
 template <typename T, typename Ops>
 double fold(const T* x, int64_t n, const Ops& ops) {
-  constexpr int kLanes = 8;
-  double lane[kLanes];
-  for (double& l : lane) l = ops.identity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) lane[k] = ops.reduce(lane[k], static_cast<double>(x[i + k]), 0);
-  double acc = ops.identity();
-  for (double l : lane) acc = ops.combine(acc, l);
-  for (; i < n; ++i) acc = ops.reduce(acc, static_cast<double>(x[i]), 0);
-  return acc;
+  if constexpr (std::is_base_of_v<fn::SumOps<double>, Ops>) {
+    double acc = 0;
+#ifdef _OPENMP
+#pragma omp simd reduction(+ : acc)
+#endif
+    for (int64_t i = 0; i < n; ++i) acc += ops.reduce(0.0, static_cast<double>(x[i]), 0);
+    return acc;
+  } else {
+    constexpr int kLanes = 8;
+    double lane[kLanes];
+    for (double& l : lane) l = ops.identity();
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) lane[k] = ops.reduce(lane[k], static_cast<double>(x[i + k]), 0);
+    double acc = ops.identity();
+    for (double l : lane) acc = ops.combine(acc, l);
+    for (; i < n; ++i) acc = ops.reduce(acc, static_cast<double>(x[i]), 0);
+    return acc;
+  }
 }
 
 template <typename T, typename Ops>
@@ -110,13 +161,15 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
               const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h) {
   if (params.empty()) return;
   dispatch_floating(params[0].dtype(), "sgd_step", [&]<typename T>() {
-    const auto f = fn::SgdStep<opmath_t<T>>::make(h);
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (f.has_momentum)
-        sgd_tensor<T, true>(params[i], grads[i], &momentum_buffers[i], fresh[i] != 0, f);
-      else
-        sgd_tensor<T, false>(params[i], grads[i], nullptr, false, f);
-    }
+    using M = opmath_t<T>;
+    const auto f = fn::SgdStep<M>::make(h);
+    fn::visit_sgd(h, [&]<fn::SgdMomentum kMomentum, bool kWeightDecay>() {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const bool has_buffer = kMomentum != fn::SgdMomentum::None;
+        sgd_tensor<T, kMomentum, kWeightDecay>(params[i], grads[i], has_buffer ? &momentum_buffers[i] : nullptr, f,
+                                               fn::SgdTensorScalars<M>::make(h, fresh[i] != 0));
+      }
+    });
   });
 }
 
@@ -127,13 +180,12 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
   dispatch_floating(params[0].dtype(), "adam_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::AdamStep<M>::make(h);
-    for (size_t i = 0; i < params.size(); ++i) {
-      const auto s = fn::AdamTensorScalars<M>::make(h, steps[i]);
-      if (h.amsgrad)
-        adam_tensor<T, true>(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], &max_exp_avg_sqs[i], f, s);
-      else
-        adam_tensor<T, false>(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], nullptr, f, s);
-    }
+    fn::visit_adam(h, [&]<fn::WeightDecay kWeightDecay, bool kAmsgrad>() {
+      for (size_t i = 0; i < params.size(); ++i)
+        adam_tensor<T, kWeightDecay, kAmsgrad>(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
+                                               kAmsgrad ? &max_exp_avg_sqs[i] : nullptr, f,
+                                               fn::AdamTensorScalars<M>::make(h, steps[i]));
+    });
   });
 }
 

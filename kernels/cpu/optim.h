@@ -14,13 +14,14 @@
 
 namespace tandem::cpu {
 
-// SGD on every tensor: params and momentum_buffers in place (fn::SgdStep).
+// SGD on every tensor: params and momentum_buffers in place (fn::sgd_update).
 // momentum_buffers is empty when h.momentum is 0; fresh[i] != 0 says buffer
-// i was just allocated (its contents are ignored and it takes d_p).
+// i was just made, zeroed, and takes d_p this step.
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h);
 
-// Adam / AdamW on every tensor: params and moments in place (fn::AdamStep).
+// Adam / AdamW on every tensor: params and moments in place
+// (fn::adam_moments, fn::adam_apply).
 // steps[i] is parameter i's step count after this step's increment;
 // max_exp_avg_sqs is empty unless h.amsgrad.
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,

@@ -131,33 +131,35 @@ __device__ __forceinline__ void block_elements(int64_t n, const F& f) {
   for (int64_t i = vectors * W + threadIdx.x; i < n; i += blockDim.x) f.template operator()<1>(i);
 }
 
-// ---- SGD: lists (param, grad[, momentum_buffer]); aux: the buffer is fresh.
-template <typename T, bool kMomentum>
+// ---- SGD: lists (param, grad[, momentum_buffer]); aux: the tensor's scalars
+// (a fresh buffer is zeroed and decays by 0 this step).
+template <typename T, fn::SgdMomentum kMomentum, bool kWeightDecay>
 struct SgdBody {
   using M = opmath_t<T>;
+  static constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   fn::SgdStep<M> f;
 
   template <typename List>
   __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
     T* p = static_cast<T*>(l.ptrs[0][t]) + begin;
     const T* g = static_cast<const T*>(l.ptrs[1][t]) + begin;
-    T* buf = kMomentum ? static_cast<T*>(l.ptrs[kMomentum ? 2 : 0][t]) + begin : nullptr;
-    const bool fresh = l.aux[t] != 0;
+    T* buf = kBuffer ? static_cast<T*>(l.ptrs[kBuffer ? 2 : 0][t]) + begin : nullptr;
+    const fn::SgdTensorScalars<M> s = l.aux[t];
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> pv = load_vector<W>(p + i), gv = load_vector<W>(g + i), bv{};
-      if constexpr (kMomentum) bv = load_vector<W>(buf + i);
+      if constexpr (kBuffer) bv = load_vector<W>(buf + i);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
-        M pk = load_as<M>(pv.v[k]), bk = kMomentum ? load_as<M>(bv.v[k]) : M(0);
-        f(pk, load_as<M>(gv.v[k]), bk, fresh);
-        pv.v[k] = store_as<T>(pk);
-        if constexpr (kMomentum) bv.v[k] = store_as<T>(bk);
+        const M b = kBuffer ? load_as<M>(bv.v[k]) : M(0);
+        const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, load_as<M>(pv.v[k]), load_as<M>(gv.v[k]), b);
+        pv.v[k] = store_as<T>(r.p);
+        if constexpr (kBuffer) bv.v[k] = store_as<T>(r.buffer);
       }
       store_vector<W>(p + i, pv);
-      if constexpr (kMomentum) store_vector<W>(buf + i, bv);
+      if constexpr (kBuffer) store_vector<W>(buf + i, bv);
     };
     constexpr int W = kVecWidth<T>;
-    if (aligned<W, T>(p, g, kMomentum ? buf : p))
+    if (aligned<W, T>(p, g, kBuffer ? buf : p))
       block_elements<W>(n, apply);
     else
       block_elements<1>(n, apply);
@@ -166,7 +168,7 @@ struct SgdBody {
 
 // ---- Adam/AdamW: lists (param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq]);
 // aux: the step's per-tensor scalars.
-template <typename T, bool kAmsgrad>
+template <typename T, fn::WeightDecay kWeightDecay, bool kAmsgrad>
 struct AdamBody {
   using M = opmath_t<T>;
   fn::AdamStep<M> f;
@@ -185,13 +187,13 @@ struct AdamBody {
       if constexpr (kAmsgrad) xv = load_vector<W>(v_max + i);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
-        M pk = load_as<M>(pv.v[k]), mk = load_as<M>(mv.v[k]), vk = load_as<M>(vv.v[k]);
-        M xk = kAmsgrad ? load_as<M>(xv.v[k]) : M(0);
-        f(pk, load_as<M>(gv.v[k]), mk, vk, xk, s);
-        pv.v[k] = store_as<T>(pk);
-        mv.v[k] = store_as<T>(mk);
-        vv.v[k] = store_as<T>(vk);
-        if constexpr (kAmsgrad) xv.v[k] = store_as<T>(xk);
+        const M x = kAmsgrad ? load_as<M>(xv.v[k]) : M(0);
+        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, load_as<M>(pv.v[k]), load_as<M>(gv.v[k]),
+                                                                load_as<M>(mv.v[k]), load_as<M>(vv.v[k]), x);
+        pv.v[k] = store_as<T>(fn::adam_apply(f, s, r.p, r.m, std::sqrt(r.second)));
+        mv.v[k] = store_as<T>(r.m);
+        vv.v[k] = store_as<T>(r.v);
+        if constexpr (kAmsgrad) xv.v[k] = store_as<T>(r.v_max);
       }
       store_vector<W>(p + i, pv);
       store_vector<W>(m + i, mv);
@@ -321,17 +323,19 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(params[0]);
   dispatch_floating(params[0].dtype(), "sgd_step (cuda)", [&]<typename T>() {
-    const auto f = fn::SgdStep<opmath_t<T>>::make(h);
-    auto launch = [&](const auto& l, int64_t blocks) {
-      if (f.has_momentum)
-        launch_list(l, blocks, SgdBody<T, true>{f}, stream);
+    using M = opmath_t<T>;
+    const auto f = fn::SgdStep<M>::make(h);
+    std::vector<fn::SgdTensorScalars<M>> scalars(params.size());
+    for (size_t i = 0; i < params.size(); ++i) scalars[i] = fn::SgdTensorScalars<M>::make(h, fresh[i] != 0);
+    fn::visit_sgd(h, [&]<fn::SgdMomentum kMomentum, bool kWeightDecay>() {
+      auto launch = [&](const auto& l, int64_t blocks) {
+        launch_list(l, blocks, SgdBody<T, kMomentum, kWeightDecay>{f}, stream);
+      };
+      if constexpr (kMomentum != fn::SgdMomentum::None)
+        for_each_list<3, fn::SgdTensorScalars<M>>({&params, &grads, &momentum_buffers}, scalars, launch);
       else
-        launch_list(l, blocks, SgdBody<T, false>{f}, stream);
-    };
-    if (f.has_momentum)
-      for_each_list<3, uint8_t>({&params, &grads, &momentum_buffers}, fresh, launch);
-    else
-      for_each_list<2, uint8_t>({&params, &grads}, fresh, launch);
+        for_each_list<2, fn::SgdTensorScalars<M>>({&params, &grads}, scalars, launch);
+    });
   });
 }
 
@@ -347,14 +351,16 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
     const auto f = fn::AdamStep<M>::make(h);
     std::vector<fn::AdamTensorScalars<M>> scalars(params.size());
     for (size_t i = 0; i < params.size(); ++i) scalars[i] = fn::AdamTensorScalars<M>::make(h, steps[i]);
-    if (h.amsgrad)
-      for_each_list<5, fn::AdamTensorScalars<M>>(
-          {&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}, scalars,
-          [&](const auto& l, int64_t blocks) { launch_list(l, blocks, AdamBody<T, true>{f}, stream); });
-    else
-      for_each_list<4, fn::AdamTensorScalars<M>>(
-          {&params, &grads, &exp_avgs, &exp_avg_sqs}, scalars,
-          [&](const auto& l, int64_t blocks) { launch_list(l, blocks, AdamBody<T, false>{f}, stream); });
+    fn::visit_adam(h, [&]<fn::WeightDecay kWeightDecay, bool kAmsgrad>() {
+      auto launch = [&](const auto& l, int64_t blocks) {
+        launch_list(l, blocks, AdamBody<T, kWeightDecay, kAmsgrad>{f}, stream);
+      };
+      if constexpr (kAmsgrad)
+        for_each_list<5, fn::AdamTensorScalars<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs},
+                                                   scalars, launch);
+      else
+        for_each_list<4, fn::AdamTensorScalars<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs}, scalars, launch);
+    });
   });
 }
 
