@@ -124,11 +124,16 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
         fresh->step(zeros({}, kFloat32));
         fresh->exp_avg(zeros(p.sizes(), p.options()));
         fresh->exp_avg_sq(zeros(p.sizes(), p.options()));
+        label_state(fresh->exp_avg(), name(), "made by step()");
+        label_state(fresh->exp_avg_sq(), name(), "made by step()");
         state = fresh.get();
         made.emplace_back(p.impl(), std::move(fresh));
       }
       // amsgrad switched on after earlier steps: the maximum starts at zero.
-      if (h.amsgrad && !state->max_exp_avg_sq().defined()) state->max_exp_avg_sq(zeros(p.sizes(), p.options()));
+      if (h.amsgrad && !state->max_exp_avg_sq().defined()) {
+        state->max_exp_avg_sq(zeros(p.sizes(), p.options()));
+        label_state(state->max_exp_avg_sq(), name(), "made by step()");
+      }
       const double step = read_step(state->step()) + 1;
       UpdateBucket* bucket;
       if (h.amsgrad)

@@ -196,6 +196,7 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
           const Dtype dtype = param.is_floating_point() && value.is_floating_point() ? param.dtype() : value.dtype();
           copy = value.to(param.device(), dtype, false, /*copy=*/true).contiguous();
         }
+        detail::label_state(copy, name(), "loaded by load_state_dict()");
         moved.insert(item.first, copy);
       }
       state.emplace(param.impl(), make_state(moved, param, number));
@@ -299,6 +300,12 @@ void finish_bucket(UpdateBucket& bucket) {
   for (const auto& list : bucket.states)
     for (const Tensor& s : list) s.storage()->bump_version();
   for (auto& [param, copy] : bucket.write_back) param.copy_(copy);
+}
+
+void label_state(const Tensor& state, const char* optimizer, const char* how) {
+  Origin origin;
+  origin.label = intern_label(tandem::detail::str_cat(optimizer, "'s state, ", how));
+  state.set_origin(origin);
 }
 
 void throw_unknown_option(const char* options, const std::string& key, const OrderedDict<std::string, double>& known) {

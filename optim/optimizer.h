@@ -225,6 +225,9 @@ struct UpdateBucket {
 UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimizer, int64_t index, const Tensor& param,
                          const Tensor& grad, std::initializer_list<Tensor> states,
                          std::initializer_list<const char*> state_names);
+// Gives a state tensor the origin device errors print for it: "Adam's
+// state, made by step()" (how: "made by step()", "loaded by load_state_dict()").
+void label_state(const Tensor& state, const char* optimizer, const char* how);
 // Writes back the non-contiguous parameters of a bucket after its kernel.
 void finish_bucket(UpdateBucket& bucket);
 

@@ -88,6 +88,7 @@ Tensor SGD::step(LossClosure closure) {
         // Contiguous, on the parameter's device, zeroed: the kernel decays
         // it by 0 and adds d_p (fn::SgdTensorScalars).
         buffer = zeros(p.sizes(), p.options());
+        detail::label_state(buffer, name(), "made by step()");
         made.emplace_back(p.impl(), buffer);
       }
       detail::bucket_for(buckets, name(), i, p, grad, {buffer}, {"momentum_buffer"}).fresh.push_back(fresh);

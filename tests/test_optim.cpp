@@ -418,12 +418,14 @@ DEVICE_TEST_CASE("a step after the parameters moved finds the old state: DeviceE
     const std::string state = std::string(which) == "Adam" ? "exp_avg" : "momentum_buffer";
     REQUIRE_THROWS_AS(opt->step(), DeviceError);
     REQUIRE_THROWS_WITH(
-        opt->step(), Contains("Expected all tensors to be on the same device, but found at least two devices, " +
-                              other->str() + " and " + device.str()) &&
-                         Contains("(when checking argument '" + state + " of parameter 1' of " + which + ".step())") &&
-                         Contains("The optimizer state '" + state + "' of parameter 1 was made on " + device.str()) &&
-                         Contains("Module::to() moves parameters, not optimizer state") &&
-                         Contains("optimizer.load_state_dict(optimizer.state_dict())"));
+        opt->step(),
+        Contains("Expected all tensors to be on the same device, but found at least two devices, " + other->str() +
+                 " and " + device.str()) &&
+            Contains("(when checking argument '" + state + " of parameter 1' of " + which + ".step())") &&
+            Contains("The optimizer state '" + state + "' of parameter 1 was made on " + device.str()) &&
+            Contains(state + " of parameter 1 is on " + device.str() + ": " + which + "'s state, made by step()") &&
+            Contains("Module::to() moves parameters, not optimizer state") &&
+            Contains("optimizer.load_state_dict(optimizer.state_dict())"));
     // Nothing was updated, nothing moved.
     check_equal(a, a_before);
     const optim::OptimizerStateDict stale = opt->state_dict();
