@@ -10,6 +10,7 @@
 #include "nn/serialize.h"
 #include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
+#include "optim/checkpoint.h"
 #include "optim/adamw.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"

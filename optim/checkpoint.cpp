@@ -1,0 +1,123 @@
+// Optimizer and scheduler state in nn::Checkpoint files.
+#include "optim/checkpoint.h"
+
+#include "tensor/io/json.h"
+
+namespace tandem::optim {
+
+namespace {
+
+constexpr std::string_view kOptimizerType = "optimizer.type";
+constexpr std::string_view kSchedulerType = "scheduler.type";
+
+std::string where(const nn::Checkpoint& checkpoint) {
+  return checkpoint.source().empty() ? std::string("the checkpoint") : "'" + checkpoint.source() + "'";
+}
+
+void check_type(const nn::Checkpoint& checkpoint, std::string_view key, const char* what, const char* expected) {
+  TANDEM_CHECK(checkpoint.contains(key), KeyError, where(checkpoint), " holds no ", what, " state (no \"", key,
+               "\" entry): it was saved without one");
+  const std::string& saved = checkpoint.get(key);
+  TANDEM_CHECK(saved == expected, ValueError, where(checkpoint), " holds the state of a ", saved, ", but the ", what,
+               " is a ", expected, ": build the same ", what, " as the run that saved it");
+}
+
+}  // namespace
+
+void add_to_checkpoint(nn::Checkpoint& checkpoint, const Optimizer& optimizer) {
+  const OptimizerStateDict state = optimizer.state_dict();
+  checkpoint.add_indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix, state.state);
+  json::Value groups = json::Array{};
+  for (const auto& group : state.param_groups) {
+    json::Value options = json::Object{};
+    for (const auto& item : group.options) options.set(item.first, item.second);
+    json::Value params = json::Array{};
+    for (int64_t p : group.params) params.push_back(p);
+    json::Value entry = json::Object{};
+    entry.set("options", std::move(options));
+    entry.set("params", std::move(params));
+    groups.push_back(std::move(entry));
+  }
+  checkpoint.set_json(nn::Checkpoint::kOptimizerParamGroups, groups);
+  checkpoint.set(kOptimizerType, optimizer.name());
+}
+
+void load_from_checkpoint(const nn::Checkpoint& checkpoint, Optimizer& optimizer) {
+  check_type(checkpoint, kOptimizerType, "optimizer", optimizer.name());
+  OptimizerStateDict state;
+  state.state = checkpoint.indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix);
+  const json::Value groups = checkpoint.get_json(nn::Checkpoint::kOptimizerParamGroups);
+  try {
+    for (const json::Value& entry : groups.as_array()) {
+      OptimizerStateDict::Group group;
+      for (const auto& [key, value] : entry.at("options").as_object()) group.options.insert(key, value.as_double());
+      for (const json::Value& p : entry.at("params").as_array()) group.params.push_back(p.as_int());
+      state.param_groups.push_back(std::move(group));
+    }
+  } catch (const Error& e) {
+    throw SerializationError(
+        tandem::detail::str_cat(where(checkpoint), ": \"", nn::Checkpoint::kOptimizerParamGroups,
+                                "\" is not a list of {\"options\": {...}, \"params\": [...]}: ", e.what()));
+  }
+  optimizer.load_state_dict(state);
+}
+
+void add_to_checkpoint(nn::Checkpoint& checkpoint, const LRScheduler& scheduler) {
+  const LRSchedulerState state = scheduler.state_dict();
+  json::Value values = json::Object{};
+  for (const auto& item : state.values) values.set(item.first, item.second);
+  json::Value lists = json::Object{};
+  for (const auto& item : state.lists) {
+    json::Value list = json::Array{};
+    for (double v : item.second) list.push_back(v);
+    lists.set(item.first, std::move(list));
+  }
+  json::Value all = json::Object{};
+  all.set("values", std::move(values));
+  all.set("lists", std::move(lists));
+  checkpoint.set_json(nn::Checkpoint::kScheduler, all);
+  checkpoint.set(kSchedulerType, scheduler.name());
+}
+
+void load_from_checkpoint(const nn::Checkpoint& checkpoint, LRScheduler& scheduler) {
+  check_type(checkpoint, kSchedulerType, "scheduler", scheduler.name());
+  const json::Value all = checkpoint.get_json(nn::Checkpoint::kScheduler);
+  LRSchedulerState state;
+  try {
+    for (const auto& [key, value] : all.at("values").as_object()) state.values.insert(key, value.as_double());
+    for (const auto& [key, list] : all.at("lists").as_object()) {
+      std::vector<double> values;
+      for (const json::Value& v : list.as_array()) values.push_back(v.as_double());
+      state.lists.insert(key, std::move(values));
+    }
+  } catch (const Error& e) {
+    throw SerializationError(tandem::detail::str_cat(where(checkpoint), ": \"", nn::Checkpoint::kScheduler,
+                                                     "\" is not {\"values\": {...}, \"lists\": {...}}: ", e.what()));
+  }
+  scheduler.load_state_dict(state);
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer,
+                     const LRScheduler* scheduler, int64_t epoch) {
+  nn::Checkpoint checkpoint;
+  checkpoint.add_module(model);
+  if (optimizer != nullptr) add_to_checkpoint(checkpoint, *optimizer);
+  if (scheduler != nullptr) add_to_checkpoint(checkpoint, *scheduler);
+  checkpoint.set_int(nn::Checkpoint::kEpoch, epoch);
+  checkpoint.save(path);
+}
+
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer, LRScheduler* scheduler,
+                        std::optional<Device> map_location, bool strict) {
+  const nn::Checkpoint checkpoint = nn::Checkpoint::load(path, map_location);
+  // Everything that can be checked before a change is checked first.
+  if (optimizer != nullptr) check_type(checkpoint, kOptimizerType, "optimizer", optimizer->name());
+  if (scheduler != nullptr) check_type(checkpoint, kSchedulerType, "scheduler", scheduler->name());
+  const int64_t epoch = checkpoint.contains(nn::Checkpoint::kEpoch) ? checkpoint.get_int(nn::Checkpoint::kEpoch) : 0;
+  checkpoint.load_module(model, strict);
+  if (optimizer != nullptr) load_from_checkpoint(checkpoint, *optimizer);
+  if (scheduler != nullptr) load_from_checkpoint(checkpoint, *scheduler);
+  return epoch;
+}
+
+}  // namespace tandem::optim

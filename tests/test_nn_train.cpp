@@ -1,0 +1,164 @@
+// Small models train on generated data on every device: the modules, losses,
+// optimizers and autograd together. Also the most common device mistakes of
+// a training loop, and what each error says.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "optim/checkpoint.h"
+#include "tests/helpers.h"
+
+using namespace tandem;
+using Catch::Contains;
+namespace F = tandem::nn::functional;
+
+namespace {
+
+// 4 classes of 2-D points around (±2, ±2), standard deviation 0.5: n per class.
+std::pair<Tensor, Tensor> blobs(int64_t n, Device device) {
+  Generator gen(1234);
+  Tensor x = randn({4 * n, 2}, gen).mul(0.5);
+  Tensor labels = arange(4, TensorOptions(kInt64)).reshape({4, 1}).expand({4, n}).reshape({4 * n});
+  Tensor centres = test::make({-2, -2, -2, 2, 2, -2, 2, 2}, {4, 2});
+  x = x.add(centres.index_select(0, labels));
+  return {x.to(device), labels.to(device)};
+}
+
+double accuracy(const Tensor& logits, const Tensor& labels) {
+  return logits.argmax(1).eq(labels).to(kFloat64).mean().item<double>();
+}
+
+}  // namespace
+
+DEVICE_TEST_CASE("an MLP trains with Adam built before the model moved", "[nn][train]") {
+  manual_seed(0);
+  nn::Sequential model(nn::Linear(2, 32), nn::ReLU(), nn::Linear(32, 4));
+  // Built on the cpu parameters: to() moves them in place, so the optimizer
+  // holds the moved tensors (as PyTorch, and unlike moving after steps).
+  optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
+  model->to(device);
+  auto [x, y] = blobs(64, device);
+  double first = 0, last = 0;
+  for (int step = 0; step < 150; ++step) {
+    opt.zero_grad();
+    Tensor loss = F::cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 1.0);  // about log(4) at the start
+  CHECK(last < 0.05);
+  for (const Tensor& p : opt.parameters()) CHECK(p.device() == device);
+  NoGradGuard no_grad;
+  model->eval();
+  CHECK(accuracy(model->forward(x), y) > 0.98);
+}
+
+DEVICE_TEST_CASE("an MLP with dropout trains with SGD and a class-weighted loss module", "[nn][train]") {
+  manual_seed(1);
+  nn::Sequential model(nn::Linear(2, 64), nn::Tanh(), nn::Dropout(0.1), nn::Linear(64, 4));
+  model->to(device);
+  nn::CrossEntropyLoss loss_fn(nn::CrossEntropyLossOptions().weight(test::make({1, 2, 1, 2}, {4})));
+  loss_fn->to(device);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  auto [x, y] = blobs(64, device);
+  double last = 0;
+  for (int step = 0; step < 150; ++step) {
+    opt.zero_grad();
+    Tensor loss = loss_fn(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    last = loss.item<double>();
+  }
+  CHECK(last < 0.1);
+  model->eval();
+  NoGradGuard no_grad;
+  CHECK(accuracy(model->forward(x), y) > 0.98);
+}
+
+DEVICE_TEST_CASE("the training loop's device mistakes and what they say", "[nn][train]") {
+  if (device.is_cpu()) return;  // needs a second device
+  nn::Sequential model(nn::Linear(2, 8), nn::ReLU(), nn::Linear(8, 4));
+  model->to(device);
+  auto [x_cpu, y_cpu] = blobs(4, Device(kCPU));
+
+  // 1. The batch was not moved.
+  REQUIRE_THROWS_WITH(model->forward(x_cpu),
+                      Contains("(when checking argument 'input' of linear)") &&
+                          Contains("weight is on " + device.str() + ": parameter '0.weight', moved by Module::to()") &&
+                          Contains("input = input.to(weight.device())"));
+  // 2. The inputs were, the labels were not.
+  Tensor logits = model->forward(x_cpu.to(device));
+  REQUIRE_THROWS_WITH(F::cross_entropy(logits, y_cpu), Contains("(when checking argument 'target' of cross_entropy)"));
+  // 3. A loss with a class-weight tensor that stayed on the cpu.
+  nn::CrossEntropyLoss weighted(nn::CrossEntropyLossOptions().weight(test::make({1, 1, 1, 1}, {4})));
+  REQUIRE_THROWS_WITH(
+      weighted(logits, y_cpu.to(device)),
+      Contains("(when checking argument 'weight' of cross_entropy)") && Contains("weight is on cpu: buffer 'weight'"));
+  // 4. The evaluation loop that forgot to move its data, under no_grad.
+  model->eval();
+  NoGradGuard no_grad;
+  REQUIRE_THROWS_WITH(model->forward(x_cpu), Contains("parameter '0.weight'"));
+}
+
+DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it stopped", "[nn][train][checkpoint]") {
+  // Per process: the cpu and emulated suites run at the same time.
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tandem_resume_" + std::to_string(getpid()) + ".safetensors"))
+          .string();
+  auto make = [] {
+    manual_seed(5);
+    return nn::Sequential(nn::Linear(2, 16), nn::ReLU(), nn::Linear(16, 4));
+  };
+  auto [x, y] = blobs(16, device);
+  auto train = [&](nn::Sequential& model, optim::Optimizer& opt, optim::LRScheduler& sched, int steps) {
+    Device d = model->parameters()[0].device();
+    for (int i = 0; i < steps; ++i) {
+      opt.zero_grad();
+      F::cross_entropy(model->forward(x.to(d)), y.to(d)).backward();
+      opt.step();
+      sched.step();
+    }
+  };
+  // The first run: 10 steps on `device`, saved, then 5 more.
+  nn::Sequential model = make();
+  model->to(device);
+  optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
+  optim::StepLR sched(opt, /*step_size=*/4, /*gamma=*/0.5);
+  train(model, opt, sched, 10);
+  optim::save_checkpoint(path, *model, &opt, &sched, /*epoch=*/3);
+  train(model, opt, sched, 5);
+
+  // The resumed run: a fresh model on the cpu, loaded with map_location.
+  nn::Sequential resumed = make();
+  {
+    NoGradGuard g;
+    for (Tensor p : resumed->parameters()) p.mul_(0);  // nothing left of its own start
+  }
+  optim::Adam opt2(resumed->parameters(), optim::AdamOptions(1.0));
+  optim::StepLR sched2(opt2, 4, 0.5);
+  CHECK(optim::load_checkpoint(path, *resumed, &opt2, &sched2, Device(kCPU)) == 3);
+  CHECK(opt2.param_groups()[0].options().get_lr() == Approx(1e-2 * 0.25));  // two decays by step 10
+  for (const auto& item : opt2.state_dict().state) {
+    for (const auto& s : item.second) {
+      if (s.first != "step") CHECK(s.second.device() == Device(kCPU));
+    }
+  }
+  train(resumed, opt2, sched2, 5);
+  std::vector<Tensor> a = model->parameters(), b = resumed->parameters();
+  for (size_t i = 0; i < a.size(); ++i) test::check_close(b[i], a[i].cpu(), test::Tolerance{1e-4, 1e-6});
+
+  // Loading into the wrong optimizer, or a file without one.
+  optim::SGD sgd(resumed->parameters(), optim::SGDOptions(0.1));
+  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &sgd, nullptr, Device(kCPU)),
+                      "'" + path +
+                          "' holds the state of a Adam, but the optimizer is a SGD: build the same optimizer "
+                          "as the run that saved it");
+  optim::save_checkpoint(path, *model);
+  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
+                      Contains("holds no optimizer state (no \"optimizer.type\" entry)"));
+  std::remove(path.c_str());
+}
