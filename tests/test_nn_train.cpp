@@ -26,6 +26,26 @@ std::pair<Tensor, Tensor> blobs(int64_t n, Device device) {
   return {x.to(device), labels.to(device)};
 }
 
+// n 8x8 one-channel images per class, a bar at a random place in noise:
+// horizontal, vertical, diagonal, anti-diagonal (classes 0-3).
+std::pair<Tensor, Tensor> bars(int64_t n, Device device) {
+  Generator gen(99);
+  std::vector<int64_t> pos = randint(1, 7, {4 * n}, gen).to_vector<int64_t>();
+  std::vector<float> noise = randn({4 * n, 64}, gen).mul(0.3).to_vector<float>();
+  std::vector<int64_t> labels(4 * n);
+  for (int64_t i = 0; i < 4 * n; ++i) {
+    const int64_t c = i % 4, p = pos[i];
+    labels[i] = c;
+    for (int64_t k = 0; k < 8; ++k) {
+      const int64_t r = c == 0 ? p : c == 1 ? k : k, col = c == 0 ? k : c == 1 ? p : c == 2 ? k : 7 - k;
+      noise[i * 64 + r * 8 + col] += 1.0f;
+    }
+  }
+  Tensor x = from_blob(noise.data(), {4 * n, 1, 8, 8}, kFloat32).clone();
+  Tensor y = from_blob(labels.data(), {4 * n}, kInt64).clone();
+  return {x.to(device), y.to(device)};
+}
+
 double accuracy(const Tensor& logits, const Tensor& labels) {
   return logits.argmax(1).eq(labels).to(kFloat64).mean().item<double>();
 }
@@ -77,6 +97,32 @@ DEVICE_TEST_CASE("an MLP with dropout trains with SGD and a class-weighted loss 
   model->eval();
   NoGradGuard no_grad;
   CHECK(accuracy(model->forward(x), y) > 0.98);
+}
+
+DEVICE_TEST_CASE("a CNN with batch norm and pooling trains with SGD", "[nn][train]") {
+  manual_seed(2);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
+                       nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(8, 16, 3).padding(1)), nn::ReLU(),
+                       nn::AdaptiveAvgPool2d(1), nn::Flatten(), nn::Linear(16, 4));
+  model->to(device);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  auto [x, y] = bars(32, device);
+  double first = 0, last = 0;
+  for (int step = 0; step < 80; ++step) {
+    opt.zero_grad();
+    Tensor loss = F::cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  INFO("loss " << first << " -> " << last);
+  CHECK(first > 1.0);
+  CHECK(last < 0.1);
+  // eval() uses the running statistics the training steps gathered.
+  model->eval();
+  NoGradGuard no_grad;
+  auto [x_test, y_test] = bars(16, device);
+  CHECK(accuracy(model->forward(x_test), y_test) > 0.9);
 }
 
 DEVICE_TEST_CASE("the training loop's device mistakes and what they say", "[nn][train]") {
