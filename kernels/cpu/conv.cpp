@@ -155,6 +155,7 @@ void im2col(const T* x, const Geometry& g, A* cols) {
           const T* src = plane + ih * g.W;
           if (p.stride_w == 1) {
             std::fill_n(dst, lo, A(0));
+            TANDEM_SIMD
             for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = static_cast<A>(src[ow + dj]);
             std::fill(dst + hi, dst + g.OW, A(0));
           } else {
