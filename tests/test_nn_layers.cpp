@@ -604,6 +604,9 @@ DEVICE_TEST_CASE("the fused backward ops give autograd's gradients and check the
   REQUIRE_THROWS_WITH(detail::conv2d_backward_input(seed, w, {2, 6, 6, 5}, {2, 1}, {1, 0}, {1, 2}, 2),
                       Contains("conv2d_backward_input(): given groups=2, weight of size [6, 2, 3, 2] expects input "
                                "with 4 channels, but the input size is [2, 6, 6, 5]"));
+  REQUIRE_THROWS_WITH(
+      detail::conv2d_backward_input(seed.to(kInt64), w.detach().to(kInt64), x.sizes(), {2, 1}, {1, 0}, {1, 2}, 2),
+      Contains("\"conv2d_backward_input\" not implemented for 'Long'"));
   REQUIRE_THROWS_WITH(detail::conv2d_backward_weight(seed.to(kFloat32), x, w.sizes(), {2, 1}, {1, 0}, {1, 2}, 2),
                       Contains("conv2d_backward_weight(): expected grad_out of the input's dtype float64, but got "
                                "float32"));
@@ -627,6 +630,8 @@ DEVICE_TEST_CASE("the fused backward ops give autograd's gradients and check the
   REQUIRE_THROWS_WITH(detail::avg_pool2d_backward(gy, {4, 6, 5}, 2, 1, 1, true, true, std::nullopt),
                       Contains("avg_pool2d_backward(): expected 4-D input sizes without empty channel or spatial "
                                "dims, but got [4, 6, 5]"));
+  REQUIRE_THROWS_WITH(detail::avg_pool2d_backward(gy, x.sizes(), 2, 1, 1, true, true, 0),
+                      Contains("divisor must be not zero (avg_pool2d_backward)"));
   REQUIRE_THROWS_WITH(detail::adaptive_avg_pool2d_backward(gy.to(kInt64), x.sizes()),
                       Contains("\"adaptive_avg_pool2d_backward\" not implemented for 'Long'"));
   REQUIRE_THROWS_WITH(detail::adaptive_avg_pool2d_backward(gy[0], x.sizes()),
