@@ -311,6 +311,7 @@ Tensor Recorder::save_original(const Tensor& self) {
 void Recorder::save_output(const Tensor& out) { node_->saved.emplace_back(out, true); }
 
 const Tensor& Recorder::finish(const Tensor& out) {
+  no_grad_.reset();  // recording is over: what the op does next (a view of out) records again
   if (!node_ || !is_floating_point(out.dtype())) return out;  // integer results carry no gradient
   AutogradMeta& m = meta_of(out);
   m.grad_fn = node_;
@@ -326,6 +327,7 @@ const Tensor& Recorder::finish_view(const Tensor& out, const Tensor& input) {
 }
 
 void Recorder::finish_inplace(const Tensor& self) {
+  no_grad_.reset();
   if (!node_ || !is_floating_point(self.dtype())) return;
   AutogradMeta& m = meta_of(self);
   TensorImpl* impl = self.impl();

@@ -49,7 +49,9 @@ class Recorder {
   // Keeps an output of this op (saved without a reference cycle).
   void save_output(const Tensor& out);
   // Makes the node out's grad_fn (not for integer results, which have no
-  // gradient); returns out.
+  // gradient); returns out. Ends the recording: grad mode is back as the
+  // op found it, so a view the op takes of out afterwards records itself.
+  // The finish calls are the op's last steps.
   const Tensor& finish(const Tensor& out);
   // For view ops (out made by detail::make_view, which records its base).
   const Tensor& finish_view(const Tensor& out, const Tensor& input);
