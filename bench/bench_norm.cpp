@@ -1,0 +1,161 @@
+// bench_norm: batch norm 2d (N=128, C=32, 28x28) and layer norm (4096x1024), float32, forward and forward+backward,
+// on the cpu or a GPU, each beside a copy of the input (x.clone(): one read and one write of its bytes, the memory
+// ceiling of one pass) measured in the same run. bench/peer_norm_torch.py prints the same table for PyTorch and, with
+// --compare, Tandem's time over torch's per case.
+// Usage: bench_norm [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_common.h"
+#include "kernels/cpu/parallel.h"
+#include "tandem/tandem.h"
+#include "tensor/ops/runtime.h"
+
+using namespace tandem;
+
+namespace {
+
+using bench::Clock;
+using bench::fmt_ratio;
+using bench::fmt_time;
+using bench::fmt_value;
+using bench::selected;
+
+struct Config : bench::Options {
+  Device device = kCPU;
+  double scale = 1;  // of each case's sampling budget (--quick: 1/4)
+  int threads = 1;
+};
+
+using Fn = std::function<void()>;
+
+struct WaitFor {
+  Device device;
+  void operator()() const {
+    if (device.is_cuda()) cuda::synchronize(device.index());
+  }
+};
+using Sampler = bench::Sampler<Fn, WaitFor>;
+
+// Median seconds per call of each callable, their samples interleaved.
+std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
+  std::vector<Sampler> s;
+  s.reserve(fns.size());
+  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
+  auto done = [&](Clock::time_point start) {
+    return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
+  };
+  for (auto start = Clock::now(); !done(start);)
+    for (Sampler& x : s) x.sample();
+  std::vector<double> medians;
+  for (Sampler& x : s) medians.push_back(x.median());
+  return medians;
+}
+
+// Columns two or more spaces apart, no field with two spaces in a row, so
+// that peer_norm_torch.py --compare can read the table back.
+void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
+                const std::string& figure, const std::string& reference, const std::string& ratio) {
+  bench::print_row("%-4s  %-20s  %-14s  %10s  %12s  %18s  %6s\n", thr, name, size, time, figure, reference, ratio);
+}
+
+// One layer: its forward (as in training: batch statistics, running ones
+// updated), its forward+backward (autograd::grad of sum(y * seed) for the
+// input, weight and bias), and a clone of the input. figure: the bytes the
+// pass must move at least (fwd: x read, y written; fwd+bwd: that, then g and
+// x read and grad_x written) over the time; reference: the clone's GB/s.
+void bench_layer(const Config& cfg, const std::string& section, const std::string& size, const Tensor& x,
+                 const std::function<Tensor(const Tensor&)>& layer, const std::vector<Tensor>& params) {
+  const std::string fwd = section + " fwd", both = section + " fwd+bwd";
+  if (!selected(cfg, section, fwd) && !selected(cfg, section, both)) return;
+  Tensor leaf = x.detach().requires_grad_();
+  Tensor seed = randn(x.sizes(), TensorOptions().device(cfg.device));
+  std::vector<Tensor> wrt{leaf};
+  wrt.insert(wrt.end(), params.begin(), params.end());
+  std::vector<Fn> fns{
+      [&] {
+        NoGradGuard no_grad;
+        layer(x);
+      },
+      [&] { autograd::grad({layer(leaf)}, wrt, {seed}); },
+      [&] { x.clone(); },
+  };
+  const std::vector<double> t = time_all(fns, 0.6 * cfg.scale, cfg.device);
+  const double bytes = static_cast<double>(x.nbytes());
+  const double copy_gbs = 2 * bytes / t[2] / 1e9;
+  const std::string thr = std::to_string(cfg.threads), reference = fmt_value(copy_gbs, "GB/s") + " copy";
+  const double fwd_gbs = 2 * bytes / t[0] / 1e9, both_gbs = 5 * bytes / t[1] / 1e9;
+  if (selected(cfg, section, fwd))
+    print_line(thr, fwd, size, fmt_time(t[0]), fmt_value(fwd_gbs, "GB/s"), reference, fmt_ratio(fwd_gbs / copy_gbs));
+  if (selected(cfg, section, both))
+    print_line(thr, both, size, fmt_time(t[1]), fmt_value(both_gbs, "GB/s"), reference, fmt_ratio(both_gbs / copy_gbs));
+}
+
+void run_pass(Config cfg, int threads) {
+  cfg.threads = threads;
+  cpu::set_num_threads(threads);
+  const TensorOptions opts = TensorOptions().device(cfg.device);
+  {
+    const int64_t N = cfg.quick ? 32 : 128, C = 32;
+    Tensor x = randn({N, C, 28, 28}, opts) * 2 + 1;
+    Tensor w = ones({C}, opts).requires_grad_(), b = zeros({C}, opts).requires_grad_();
+    Tensor rm = zeros({C}, opts), rv = ones({C}, opts);
+    bench_layer(cfg, "batch_norm2d", std::to_string(N) + "x32x28x28", x,
+                [&](const Tensor& in) { return batch_norm(in, w, b, rm, rv, true, 0.1, 1e-5); }, {w, b});
+  }
+  {
+    const int64_t rows = cfg.quick ? 1024 : 4096, D = 1024;
+    Tensor x = randn({rows, D}, opts) * 2 + 1;
+    Tensor w = ones({D}, opts).requires_grad_(), b = zeros({D}, opts).requires_grad_();
+    bench_layer(cfg, "layer_norm", std::to_string(rows) + "x1024", x,
+                [&](const Tensor& in) { return layer_norm(in, {D}, w, b); }, {w, b});
+  }
+}
+
+std::string describe(Device device) {
+  if (device.is_cpu()) return "cpu";
+  return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
+}
+
+void print_preamble(const Config& cfg, int hardware_threads) {
+  std::printf("# bench_norm: Tandem %s; %d hardware threads; device %s%s\n", version(), hardware_threads,
+              describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
+  if (cuda::is_emulated() && cfg.device.is_cuda())
+    std::printf(
+        "# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels; these\n"
+        "# times test the code path and say nothing about a GPU\n");
+  std::printf(
+      "# float32, training mode. time: median per call. fwd: under NoGradGuard; fwd+bwd: the forward recorded,\n");
+  std::printf("# then autograd::grad of sum(y * seed) for the input, weight and bias. figure: bytes moved at least\n");
+  std::printf(
+      "# (fwd 2x the input's, fwd+bwd 5x) / time; reference: x.clone() of the same input, sampled alongside;\n");
+  std::printf("# ratio = figure / reference\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "cpu";
+  Config cfg;
+  bench::parse_options(argc, argv, cfg, &device);
+  if (cfg.quick) cfg.scale = 0.25;
+  const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  try {
+    cfg.device = resolve_device(Device(device), "--device");
+    manual_seed(0);
+    print_preamble(cfg, all);
+    print_line("thr", "case", "size", "time", "figure", "reference", "ratio");
+    run_pass(cfg, 1);
+    // On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
+    if (all > 1 && cfg.device.is_cpu()) run_pass(cfg, all);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_norm: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
