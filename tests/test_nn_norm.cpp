@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "helpers.h"
+#include "kernels/cpu/norm.h"
 #include "kernels/cpu/parallel.h"
 #include "reference_data.h"
 
@@ -455,12 +456,10 @@ DEVICE_TEST_CASE("the fused backward kernels agree with the composite formulas",
 // ---------------------------------------------------------------- sizes, threads, dtypes
 
 DEVICE_TEST_CASE("large inputs: both batch-norm walks, row blocks and threads against the formula", "[nn][norm]") {
-  // (4096, 3): rows of 3, several row blocks. (16, 4, 700): planes of 700,
+  // (20000, 3): rows of 3, several row blocks. (16, 4, 700): planes of 700,
   // channels split across threads. (9, 5, 7): short planes.
-  for (Shape shape : {Shape{4096, 3}, Shape{16, 4, 700}, Shape{9, 5, 7}, Shape{2, 3, 40, 45}}) {
+  for (Shape shape : {Shape{20000, 3}, Shape{16, 4, 700}, Shape{9, 5, 7}, Shape{2, 3, 40, 45}}) {
     INFO("shape " << shape_str(shape));
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
     const int64_t C = shape[1];
     Tensor x64 = (randn(shape, TensorOptions().dtype(kFloat64)) * 3 + 5).to(device);
     Tensor w = test::make(values(C, 1.0), {C}, kFloat64, device), b = test::make(values(C, 0.0), {C}, kFloat64, device);
@@ -477,7 +476,6 @@ DEVICE_TEST_CASE("large inputs: both batch-norm walks, row blocks and threads ag
       test::check_close(fused, composite,
                         dtype == kFloat64 ? test::Tolerance{1e-9, 1e-10} : test::Tolerance{1e-3, 1e-4});
     }
-    (void)n;
   }
 }
 
@@ -531,8 +529,46 @@ TEST_CASE("the cpu kernels give the same bits on one thread and on several", "[n
   }
 }
 
+TEST_CASE("the cpu kernels write every element of their outputs", "[nn][norm]") {
+  // Outputs poisoned with NaN; every input finite, so a NaN left is an element not written.
+  const double nan = std::nan("");
+  auto poisoned = [&](IntArrayRef shape, Dtype dtype = kFloat32) { return full(shape, nan, TensorOptions(dtype)); };
+  auto unwritten = [](const Tensor& t) { return t.ne(t).sum().item<int64_t>(); };
+  for (Shape shape : {Shape{64, 5}, Shape{6, 3, 40}, Shape{20000, 3}, Shape{16, 4, 700}}) {
+    INFO("batch norm of " << shape_str(shape));
+    const int64_t C = shape[1];
+    Tensor x = randn(shape), g = randn(shape), w = randn({C}), b = randn({C});
+    Tensor rm = zeros({C}), rv = ones({C});
+    for (bool training : {true, false}) {
+      Tensor out = poisoned(shape), mean = poisoned({C}), invstd = poisoned({C});
+      cpu::batch_norm(out, mean, invstd, x, w, b, rm, rv, training, 0.1, 1e-5);
+      CHECK(unwritten(out) + unwritten(mean) + unwritten(invstd) == 0);
+      Tensor gx = poisoned(shape), gw = poisoned({C}), gb = poisoned({C});
+      cpu::batch_norm_backward(gx, gw, gb, g, x, w, mean, invstd, training);
+      CHECK(unwritten(gx) + unwritten(gw) + unwritten(gb) == 0);
+    }
+  }
+  for (Shape shape : {Shape{7, 5}, Shape{1500, 70}}) {
+    INFO("layer norm of " << shape_str(shape));
+    const int64_t rows = shape[0], D = shape[1];
+    Tensor x = randn(shape), g = randn(shape), w = randn({D}), b = randn({D});
+    Tensor out = poisoned(shape), mean = poisoned({rows}), invstd = poisoned({rows});
+    cpu::layer_norm(out, mean, invstd, x, w, b, 1e-5);
+    CHECK(unwritten(out) + unwritten(mean) + unwritten(invstd) == 0);
+    Tensor gx = poisoned(shape), gw = poisoned({D}), gb = poisoned({D});
+    cpu::layer_norm_backward(gx, gw, gb, g, x, w, mean, invstd);
+    CHECK(unwritten(gx) + unwritten(gw) + unwritten(gb) == 0);
+  }
+  Tensor table = randn({9, 4}), idx = randint(9, {30});
+  Tensor rows = poisoned({30, 4});
+  cpu::embedding(rows, table, idx);
+  CHECK(unwritten(rows) == 0);
+  Tensor grad_table = poisoned({9, 4});
+  cpu::embedding_backward(grad_table, randn({30, 4}), idx, 2, true);
+  CHECK(unwritten(grad_table) == 0);
+}
+
 DEVICE_TEST_CASE("float16 and bfloat16 inputs compute in float32", "[nn][norm]") {
-  const TensorOptions f32 = TensorOptions().device(device);
   Tensor w = test::make({0.5, 1.5, -1}, {3}, kFloat32, device), b = test::make({0.1, 0.2, 0.3}, {3}, kFloat32, device);
   Tensor wl = test::make(values(4, 1.0), {4}, kFloat32, device), bl = test::make(values(4), {4}, kFloat32, device);
   Tensor seed32 = test::make(values(48, 0.1), {4, 3, 4}, kFloat32, device);
@@ -573,7 +609,6 @@ DEVICE_TEST_CASE("float16 and bfloat16 inputs compute in float32", "[nn][norm]")
     test::check_equal(e.detach(), table.detach().index_select(0, ids({2, 0, 2}, {3}, device)));
     e.backward(ones({3, 3}, TensorOptions().device(device).dtype(dtype)));
     test::check_values(table.grad(), {1, 1, 1, 0, 0, 0, 2, 2, 2, 0, 0, 0});
-    (void)f32;
   }
 }
 
