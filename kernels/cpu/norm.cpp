@@ -1,5 +1,5 @@
-// CPU kernels of batch norm, layer norm and embedding (contract in
-// kernels/cpu/norm.h). Statistics sum in double, so float32 inputs lose
+// CPU kernels of batch norm and layer norm (contract in kernels/cpu/norm.h;
+// embedding's are in embedding.cpp). Statistics sum in double, so float32 inputs lose
 // nothing to cancellation (see Moments: one shifted pass below float64, two
 // passes for it); the layer-norm backward's short row sums run in the
 // statistics' type, as PyTorch's. Every inner loop runs over a contiguous
@@ -618,45 +618,6 @@ void layer_norm_backward_rows(const Tensor& grad_input, const Tensor& grad_weigh
   }
 }
 
-// ---------------------------------------------------------------- embedding
-
-template <typename I>
-void check_indices(const I* idx, int64_t K, int64_t num_weights) {
-  for (int64_t k = 0; k < K; ++k) {
-    const int64_t v = static_cast<int64_t>(idx[k]);
-    TANDEM_CHECK(v >= 0 && v < num_weights, IndexError, "embedding(): index out of range in self (index ", v,
-                 " of a table of ", num_weights, " rows, num_embeddings; valid indices are 0 to ", num_weights - 1,
-                 ")");
-  }
-}
-
-template <typename T, typename I>
-void embedding_backward_rows(const Tensor& grad_weight, const Tensor& grad_out, const I* idx, int64_t K,
-                             int64_t padding_idx, bool scale_grad_by_freq) {
-  using M = opmath_t<T>;
-  const int64_t num = grad_weight.size(0), D = grad_weight.size(1);
-  T* gw = grad_weight.data_ptr<T>();
-  const T* g = grad_out.data_ptr<T>();
-  std::vector<int64_t> counts(scale_grad_by_freq ? num : 0, 0);
-  for (int64_t k = 0; k < K && scale_grad_by_freq; ++k) ++counts[static_cast<int64_t>(idx[k])];
-  // Each task owns the table rows [r0, r1) and adds the gradient rows that
-  // land there in the order of k: deterministic for any thread count.
-  const int64_t work = std::max<int64_t>(K * D, 1);
-  const int64_t grain = std::max<int64_t>(1, num * kNormGrain / work);
-  parallel_for(0, num, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) std::fill(gw + r * D, gw + (r + 1) * D, static_cast<T>(M(0)));
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t r = static_cast<int64_t>(idx[k]);
-      if (r < r0 || r >= r1 || r == padding_idx) continue;
-      const M scale = scale_grad_by_freq ? M(1) / static_cast<M>(counts[r]) : M(1);
-      T* dst = gw + r * D;
-      const T* src = g + k * D;
-      TANDEM_SIMD
-      for (int64_t j = 0; j < D; ++j) dst[j] = static_cast<T>(static_cast<M>(dst[j]) + static_cast<M>(src[j]) * scale);
-    }
-  });
-}
-
 }  // namespace
 
 void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& input, const Tensor& weight,
@@ -716,32 +677,6 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
                          const Tensor& invstd) {
   dispatch_floating(input.dtype(), "layer_norm_backward (cpu)", [&]<typename T>() {
     layer_norm_backward_rows<T>(grad_input, grad_weight, grad_bias, grad_out, input, weight, mean, invstd);
-  });
-}
-
-void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
-  const int64_t K = indices.numel(), num = weight.size(0), D = weight.size(1);
-  const size_t row_bytes = static_cast<size_t>(D) * weight.element_size();
-  const auto* src = static_cast<const char*>(weight.data_ptr());
-  auto* dst = static_cast<char*>(out.data_ptr());
-  dispatch_index(indices.dtype(), "embedding (cpu)", [&]<typename I>() {
-    const I* idx = indices.data_ptr<I>();
-    check_indices(idx, K, num);
-    if (row_bytes == 0) return;
-    parallel_for(0, K, std::max<int64_t>(1, kNormGrain / std::max<int64_t>(D, 1)), [&](int64_t k0, int64_t k1) {
-      for (int64_t k = k0; k < k1; ++k)
-        std::memcpy(dst + k * row_bytes, src + static_cast<int64_t>(idx[k]) * row_bytes, row_bytes);
-    });
-  });
-}
-
-void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& indices, int64_t padding_idx,
-                        bool scale_grad_by_freq) {
-  dispatch_floating(grad_weight.dtype(), "embedding_backward (cpu)", [&]<typename T>() {
-    dispatch_index(indices.dtype(), "embedding_backward (cpu)", [&]<typename I>() {
-      embedding_backward_rows<T>(grad_weight, grad_out, indices.data_ptr<I>(), indices.numel(), padding_idx,
-                                 scale_grad_by_freq);
-    });
   });
 }
 
