@@ -121,6 +121,10 @@ def main():
             if name in b.rows:
                 p = b.rows[name]
                 print(f"{name:<22}  {fmt_time(t):>10}  {fmt_time(p):>10}  {t / p:>12.2f}")
+        ratios = [t / b.rows[name] for name, t in tandem.items() if name in b.rows]
+        if ratios:
+            print(f"headline: tandem/torch time {statistics.geometric_mean(ratios):.2f} (geometric mean of "
+                  f"{len(ratios)} cases; {min(ratios):.2f} to {max(ratios):.2f})")
     return 0
 
 

@@ -113,6 +113,10 @@ def print_comparison(tandem_rows, torch_rows):
         if key in torch_rows and t is not None and torch_rows[key] is not None:
             p = torch_rows[key]
             print(f"{key[0]:<4}  {key[1]:<20}  {key[2]:<14}  {fmt_time(t):>10}  {fmt_time(p):>10}  {t / p:>12.2f}")
+    ratios = [t / torch_rows[key] for key, t in tandem_rows.items() if t and key in torch_rows and torch_rows[key]]
+    if ratios:
+        print(f"headline: tandem/torch time {statistics.geometric_mean(ratios):.2f} (geometric mean of "
+              f"{len(ratios)} cases; {min(ratios):.2f} to {max(ratios):.2f})")
 
 
 def main():
