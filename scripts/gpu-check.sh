@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The one command for the GPU test machine (an H200 without apt or network):
 # says what it found, builds with CUDA, runs every test suite, runs
-# compute-sanitizer's memcheck and racecheck over the GPU-only tests, runs the
-# GPU benchmarks, and prints a summary table last. Run it from the root of a
-# copy of the tree; stage the Catch2 header first (scripts/stage-gpu-deps.sh).
+# compute-sanitizer's memcheck and racecheck over the GPU-only tests (and
+# memcheck over the cuda:0 sections of test_nn_layers, test_nn_norm and
+# test_optim), runs the GPU benchmarks, then bench_autograd, bench_nn,
+# bench_norm and bench_optim on cuda:0 each beside its torch peer
+# (bench/peer_*_torch.py --compare), and prints a summary table last. Run it
+# from the root of a copy of the tree; stage the Catch2 header first
+# (scripts/stage-gpu-deps.sh).
 # Without a GPU it still builds and runs the cpu and emulated suites, and
 # fails on the GPU parts, saying so.
 #
@@ -144,7 +148,7 @@ if [ $rc -ne 0 ]; then
   row "configure" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
   fail
 else
-  lim=$(step_limit 65 32)
+  lim=$(step_limit 65 35)
   # -k 0: a file that does not compile stops only what depends on it, so the
   # tests that did build still run (and the failure is reported).
   timeout "$lim" ninja -C "$build" -j "$jobs" -k 0 >>"$out/build.log" 2>&1
@@ -169,7 +173,7 @@ ran_tests=0
 if [ $built != 0 ] && [ "$tests_opt" = true ]; then
   say ""
   say "== meson test (all suites), log in $out/tests.log"
-  lim=$(step_limit 40 26)
+  lim=$(step_limit 40 29)
   ran_tests=1
   # --no-rebuild: after a partial build, the binaries that are missing fail.
   timeout "$lim" meson test -C "$build" --no-rebuild --num-processes "$jobs" --print-errorlogs >"$out/tests.log" 2>&1
@@ -216,10 +220,52 @@ PY
 fi
 
 # ---------------------------------------------------------------- sanitizers
+# Shares, in percent of the budget: a run over a GPU test wants 20 and leaves
+# 16 (memcheck) or 13 (racecheck), the benchmarks' share; a run over a device
+# test's cuda:0 sections wants 4 and leaves 23, so that the GPU benches keep 10
+# beside the 13 of the bench pairs.
 gpu_tests=()
 for f in "$build"/tests/test_gpu_*; do
   [ -x "$f" ] && [ -f "$f" ] && gpu_tests+=("$f")
 done
+# Device tests run on cuda:0 in the cpu suite above; these three hold the CUDA
+# kernels that no test_gpu_* binary covers (conv and pooling, the norms and
+# embedding, the optimizers and clip_grad_norm_), so memcheck also runs over
+# their "on cuda:0" sections (DEVICE_TEST_CASE's), after the GPU tests' runs.
+device_tests=()
+for f in test_nn_layers test_nn_norm test_optim; do
+  [ -x "$build/tests/$f" ] && device_tests+=("$build/tests/$f")
+done
+# sanitize TOOL SHARE RESERVE SECTION BINARY...: compute-sanitizer's TOOL over
+# each binary without its [large] cases (only the sections named SECTION when
+# it is not empty), each run limited to step_limit SHARE RESERVE. Sets errors,
+# failures (the tests failed under the tool, or it stopped without a summary),
+# timeouts, not_run and runs.
+sanitize() {
+  local tool=$1 share=$2 reserve=$3 section=$4 f lim rc n args=('~[large]' -w NoTests)
+  shift 4
+  [ -n "$section" ] && args+=(-c "$section")
+  errors=0 failures=0 timeouts=0 not_run=0 runs=0
+  for f in "$@"; do
+    lim=$(step_limit "$share" "$reserve")
+    [ "$lim" = 0 ] && { not_run=$((not_run + 1)); continue; }
+    TANDEM_NO_CUDA_MEMORY_CACHING=1 timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" "${args[@]}" >"$out/run.tmp" 2>&1
+    rc=$?
+    runs=$((runs + 1))
+    { echo "--- $tool $(basename "$f")${section:+ -c \"$section\"} (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"
+    # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
+    n=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*RACECHECK SUMMARY: .*\(([0-9]+) error.*/\1/p' "$out/run.tmp" | tail -1)
+    # Cut off before its summary: the error records it printed until then.
+    [ -z "$n" ] && n=$(grep -cE '^========= (Invalid|Program hit|Misaligned|Out-of-range|Malloc|Error: Race)' "$out/run.tmp")
+    errors=$((errors + n))
+    if [ $rc = 124 ]; then
+      timeouts=$((timeouts + 1))
+    elif [ $rc != 0 ]; then
+      failures=$((failures + 1))
+    fi
+  done
+  rm -f "$out/run.tmp"
+}
 : >"$out/sanitizer.log"
 if [ $has_gpu = 0 ]; then
   row "compute-sanitizer" "FAILED: not run, no GPU"
@@ -231,45 +277,41 @@ elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
   say ""
   say "== compute-sanitizer over ${#gpu_tests[@]} GPU test binaries (without [large] cases), log in $out/sanitizer.log"
   for tool in memcheck racecheck; do
-    errors=0 failures=0 timeouts=0 runs=0
-    reserve=13
-    [ $tool = racecheck ] && reserve=10
-    for f in "${gpu_tests[@]}"; do
-      lim=$(step_limit 20 "$reserve")
-      [ "$lim" = 0 ] && { timeouts=$((timeouts + 1)); continue; }
-      TANDEM_NO_CUDA_MEMORY_CACHING=1 timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" '~[large]' -w NoTests >"$out/run.tmp" 2>&1
-      rc=$?
-      runs=$((runs + 1))
-      { echo "--- $tool $(basename "$f") (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"
-      # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
-      n=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*RACECHECK SUMMARY: .*\(([0-9]+) error.*/\1/p' "$out/run.tmp" | tail -1)
-      errors=$((errors + ${n:-0}))
-      if [ $rc = 124 ]; then
-        timeouts=$((timeouts + 1))
-      elif [ $rc != 0 ]; then
-        failures=$((failures + 1)) # the tests failed under the tool, or it stopped without a summary
-      fi
-    done
-    rm -f "$out/run.tmp"
+    reserve=16
+    [ $tool = racecheck ] && reserve=13
+    sanitize $tool 20 $reserve "" "${gpu_tests[@]}"
+    timeouts=$((timeouts + not_run))
     row "$tool" "$errors errors in $runs runs, $failures runs failed, $timeouts timed out or not run"
     say "$tool: $errors errors in $runs runs, $failures runs failed, $timeouts timed out or not run"
     [ $errors -gt 0 ] || [ $failures -gt 0 ] || [ $timeouts -gt 0 ] && fail
   done
+  if [ ${#device_tests[@]} -gt 0 ]; then
+    names=$(basename -a "${device_tests[@]}" | tr '\n' ' ')
+    say "== memcheck over the cuda:0 sections of ${names% }"
+    sanitize memcheck 4 23 "on cuda:0" "${device_tests[@]}"
+    # A time-out here is a partial check, not a failure: these runs take the
+    # time the GPU tests' runs left; the GPU benches keep theirs.
+    summary="$errors errors in $runs runs (${names% }), $failures runs failed, $timeouts timed out (partial), $not_run not run (no time left)"
+    row "memcheck cuda:0" "$summary"
+    say "memcheck cuda:0: $summary"
+    [ $errors -gt 0 ] || [ $failures -gt 0 ] && fail
+  fi
 fi
 
 # ---------------------------------------------------------------- benchmarks
 : >"$out/bench.log"
-# bench_autograd on cuda:0 and its torch peer run last, on a share kept back
-# from the GPU benches: 3% of the budget for Tandem, 6% for torch (its import
-# and CUDA start take seconds); 13 s and 27 s at the default budget.
-autograd_bench="$build/bench/bench_autograd"
-autograd_share=0
-[ -x "$autograd_bench" ] && autograd_share=9
+# Shares, in percent of the budget: each bench_gpu_* program wants 25; each
+# Tandem bench beside its torch peer (bench_pair) wants 2 for Tandem and 4 for
+# torch (its import and CUDA start take seconds) and is kept 3 by the steps
+# before it: 12 for the four pairs, 56 s at the default budget.
+pairs=(bench_autograd:peer_autograd_torch.py bench_nn:peer_nn_torch.py bench_norm:peer_norm_torch.py
+  bench_optim:peer_optim_torch.py)
+pairs_share=$((3 * ${#pairs[@]}))
 if [ $built != 0 ]; then
   for f in "$build"/bench/bench_gpu_*; do
     [ -x "$f" ] && [ -f "$f" ] || continue
     name=$(basename "$f")
-    lim=$(step_limit 25 $((1 + autograd_share)))
+    lim=$(step_limit 25 $((1 + pairs_share)))
     [ "$lim" = 0 ] && { row "$name" "not run: no time left"; continue; }
     say ""
     say "== $name (limit $lim s), log in $out/bench.log"
@@ -292,73 +334,87 @@ if [ $built != 0 ]; then
   done
 fi
 
-# Tandem's autograd on cuda:0 beside torch's on the same GPU, --quick (a few
-# seconds each): the time of each case, and with --compare the peer's
-# Tandem/torch table and its headline (the geometric mean of the ratios).
-# TANDEM_EMULATE_CUDA is dropped: emulated devices would time the CPU.
-if [ $built != 0 ]; then
-  name=bench_autograd
-  ag_table="$tmpbin/bench_autograd.txt" ag_peer="$tmpbin/peer_autograd_torch.txt"
-  lim=$(step_limit 3 1)
-  if [ ! -x "$autograd_bench" ]; then
-    row "$name" "FAILED: not built (bench/meson.build builds it with OpenBLAS or CUDA)"
+# The peers need a python3 with torch (the first on PATH on the GPU machine).
+peer_py=""
+for py in python3 /usr/bin/python3; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null &&
+    { peer_py=$py; break; }
+done
+
+# bench_pair NAME PEER RESERVE: Tandem's bench/NAME on cuda:0 beside torch's
+# bench/PEER on the same GPU, both --quick (a few seconds each): the time of
+# each case, and with --compare the peer's Tandem/torch table and its headline
+# (the geometric mean of the ratios), which is NAME's summary row. Each run is
+# cut to leave RESERVE percent of the budget for the pairs after it, the
+# Tandem run one more for its peer (which also gets what Tandem leaves of its
+# 2). TANDEM_EMULATE_CUDA is dropped: emulated devices would time the CPU.
+bench_pair() {
+  local name=$1 peer=$2 reserve=$3 lim rc prc result
+  local exe="$build/bench/$1" table="$tmpbin/$1.txt" peer_out="$tmpbin/$2.txt"
+  lim=$(step_limit 2 $((reserve + 1)))
+  if [ ! -x "$exe" ]; then
+    row "$name" "FAILED: not built (see bench/meson.build)"
     fail
+    return
   elif [ "$lim" = 0 ]; then
     row "$name" "not run: no time left"
-  else
-    say ""
-    say "== $name --device cuda:0 --quick (limit $lim s), log in $out/bench.log"
-    say "### $name --device cuda:0 --quick" >>"$out/bench.log"
-    env -u TANDEM_EMULATE_CUDA timeout "$lim" "$autograd_bench" --device cuda:0 --quick >"$ag_table" 2>&1
-    rc=$?
-    cat "$ag_table" >>"$out/bench.log"
-    tail -3 "$ag_table"
-    # The table's columns are separated by two or more spaces; the time is the 4th.
-    step=$(awk -F '  +' '$1 == "1" && $2 == "mlp step (sgd)" { print $4 }' "$ag_table")
-    if [ $rc -ne 0 ]; then
-      if grep -q 'CUDA is not available' "$ag_table"; then
-        row "$name" "FAILED: no GPU (--device cuda:0: CUDA is not available)"
-      else
-        row "$name" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
-      fi
-      fail
+    return
+  fi
+  say ""
+  say "== $name --device cuda:0 --quick (limit $lim s), log in $out/bench.log"
+  say "### $name --device cuda:0 --quick" >>"$out/bench.log"
+  env -u TANDEM_EMULATE_CUDA timeout "$lim" "$exe" --device cuda:0 --quick >"$table" 2>&1
+  rc=$?
+  cat "$table" >>"$out/bench.log"
+  tail -3 "$table"
+  if [ $rc -ne 0 ]; then
+    if grep -q 'CUDA is not available' "$table"; then
+      row "$name" "FAILED: no GPU (--device cuda:0: CUDA is not available)"
     else
-      # The peer needs a python3 with torch (the first on PATH on the GPU machine).
-      peer_py=""
-      for py in python3 /usr/bin/python3; do
-        command -v "$py" >/dev/null 2>&1 || continue
-        "$py" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)' 2>/dev/null &&
-          { peer_py=$py; break; }
-      done
-      lim=$(step_limit 6 1)
-      if [ -z "$peer_py" ]; then
-        peer="torch peer not run: no python3 with torch"
-      elif [ "$lim" = 0 ]; then
-        peer="torch peer not run: no time left"
-      else
-        say "== peer_autograd_torch.py --device cuda:0 --quick --compare ($peer_py, limit $lim s)"
-        say "### peer_autograd_torch.py --device cuda:0 --quick --compare ($peer_py)" >>"$out/bench.log"
-        env -u TANDEM_EMULATE_CUDA timeout "$lim" "$peer_py" "$root/bench/peer_autograd_torch.py" --device cuda:0 \
-          --quick --compare "$ag_table" >"$ag_peer" 2>&1
-        prc=$?
-        cat "$ag_peer" >>"$out/bench.log"
-        tail -1 "$ag_peer"
-        peer=$(grep -E '^headline:' "$ag_peer" | tail -1 | sed 's/^headline: *//')
-        [ -z "$peer" ] && peer="torch peer gave no headline line (see bench.log)"
-        if [ $prc -ne 0 ]; then
-          peer="torch peer FAILED (exit $prc$([ $prc = 124 ] && echo ', timed out')): $(tail -1 "$ag_peer" | cut -c1-120)"
-        fi
-      fi
-      case $peer in
-        "tandem/torch"*) row "$name" "cuda:0: $peer" ;;
-        *)
-          row "$name" "cuda:0: mlp step ${step:-?}; $peer"
-          fail
-          ;;
-      esac
+      row "$name" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out'))"
+    fi
+    fail
+    rm -f "$table"
+    return
+  fi
+  lim=$(step_limit 4 "$reserve")
+  if [ -z "$peer_py" ]; then
+    result="torch peer not run: no python3 with torch"
+  elif [ ! -f "$root/bench/$peer" ]; then
+    result="torch peer not run: bench/$peer is missing"
+  elif [ "$lim" = 0 ]; then
+    result="torch peer not run: no time left"
+  else
+    say "== $peer --device cuda:0 --quick --compare ($peer_py, limit $lim s)"
+    say "### $peer --device cuda:0 --quick --compare ($peer_py)" >>"$out/bench.log"
+    env -u TANDEM_EMULATE_CUDA timeout "$lim" "$peer_py" "$root/bench/$peer" --device cuda:0 --quick \
+      --compare "$table" >"$peer_out" 2>&1
+    prc=$?
+    cat "$peer_out" >>"$out/bench.log"
+    tail -1 "$peer_out"
+    result=$(grep -E '^headline:' "$peer_out" | tail -1 | sed 's/^headline: *//')
+    [ -z "$result" ] && result="torch peer gave no headline line (see bench.log)"
+    if [ $prc -ne 0 ]; then
+      result="torch peer FAILED (exit $prc$([ $prc = 124 ] && echo ', timed out')): $(tail -1 "$peer_out" | cut -c1-120)"
     fi
   fi
-  rm -f "$ag_table" "$ag_peer"
+  case $result in
+    "tandem/torch"*) row "$name" "cuda:0: $result" ;;
+    *)
+      row "$name" "cuda:0: Tandem ran (see bench.log); $result"
+      fail
+      ;;
+  esac
+  rm -f "$table" "$peer_out"
+}
+
+if [ $built != 0 ]; then
+  left=${#pairs[@]}
+  for pair in "${pairs[@]}"; do
+    left=$((left - 1))
+    bench_pair "${pair%%:*}" "${pair#*:}" $((1 + 3 * left))
+  done
 fi
 
 # ---------------------------------------------------------------- summary
