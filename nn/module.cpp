@@ -4,7 +4,7 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
-#include <sstream>
+#include <unordered_set>
 
 #include "tensor/core/autograd_meta.h"
 #include "tensor/core/grad_mode.h"
@@ -38,14 +38,6 @@ void check_name(const std::string& name, const char* what) {
 
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
-}
-
-std::string shape_text(IntArrayRef shape) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < shape.size(); ++i) ss << (i ? ", " : "") << shape[i];
-  ss << "]";
-  return ss.str();
 }
 
 }  // namespace
@@ -102,6 +94,7 @@ void Module::register_child(std::string name, std::shared_ptr<Module> module) {
 void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
   TANDEM_CHECK(children_.contains(name), KeyError, "No submodule named '", name, "' in ", this->name(), " to replace");
   TANDEM_CHECK(module != nullptr, ValueError, "Cannot replace submodule '", name, "' with an empty one");
+  before_replace(name);
   module->label_tensors(name);
   children_[name] = std::move(module);
 }
@@ -122,18 +115,24 @@ void Module::label_tensors(const std::string& prefix) {
 
 // ---- traversal
 
+// Parameters or buffers of this module, then of its submodules, depth
+// first. A tensor reachable under two names (a tied weight, a shared
+// submodule) is listed once, under the first, as PyTorch's named_parameters()
+// does: an optimizer must not step it twice, nor clip_grad_norm_ count it twice.
+void Module::collect(bool buffers, const std::string& prefix, bool recurse, std::unordered_set<const TensorImpl*>& seen,
+                     OrderedDict<std::string, Tensor>& out) const {
+  for (const auto& item : buffers ? buffers_ : parameters_) {
+    if (item.second.defined() && seen.insert(item.second.impl()).second)
+      out.insert(join(prefix, item.first), item.second);
+  }
+  if (!recurse) return;
+  for (const auto& child : children_) child.second->collect(buffers, join(prefix, child.first), true, seen, out);
+}
+
 OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
   OrderedDict<std::string, Tensor> out("parameter");
-  for (const auto& item : parameters_) {
-    if (item.second.defined()) out.insert(item.first, item.second);
-  }
-  if (recurse) {
-    for (const auto& child : children_) {
-      for (const auto& item : child.second->named_parameters(true)) {
-        out.insert(join(child.first, item.first), item.second);
-      }
-    }
-  }
+  std::unordered_set<const TensorImpl*> seen;
+  collect(false, "", recurse, seen, out);
   return out;
 }
 
@@ -141,14 +140,8 @@ std::vector<Tensor> Module::parameters(bool recurse) const { return named_parame
 
 OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
   OrderedDict<std::string, Tensor> out("buffer");
-  for (const auto& item : buffers_) {
-    if (item.second.defined()) out.insert(item.first, item.second);
-  }
-  if (recurse) {
-    for (const auto& child : children_) {
-      for (const auto& item : child.second->named_buffers(true)) out.insert(join(child.first, item.first), item.second);
-    }
-  }
+  std::unordered_set<const TensorImpl*> seen;
+  collect(true, "", recurse, seen, out);
   return out;
 }
 
@@ -164,10 +157,12 @@ OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(const st
   TANDEM_CHECK(!weak_from_this().expired(), ValueError, "named_modules()/modules() need ", name(),
                " to be owned by a std::shared_ptr (std::make_shared<", name(),
                ">() or a module holder), as in libtorch");
+  // A submodule registered twice (shared) is listed once, as in PyTorch.
+  std::unordered_set<const Module*> seen{this};
   if (include_self) out.insert(name_prefix, shared_from_this());
   apply(
       [&](const std::string& name, Module& module) {
-        if (&module != this) out.insert(name, module.shared_from_this());
+        if (seen.insert(&module).second) out.insert(name, module.shared_from_this());
       },
       name_prefix);
   return out;
@@ -280,8 +275,8 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
     TANDEM_CHECK(value->defined(), ValueError, "load_state_dict: the value of '", item.first, "' is undefined");
     if (value->sizes() != item.second.sizes()) {
       errors.push_back(detail::str_cat("size mismatch for ", item.first, ": copying a param with shape ",
-                                       shape_text(value->sizes()), " from checkpoint, the shape in current model is ",
-                                       shape_text(item.second.sizes()), "."));
+                                       shape_str(value->sizes()), " from checkpoint, the shape in current model is ",
+                                       shape_str(item.second.sizes()), "."));
     }
   }
   for (const auto& item : state_dict) {

@@ -131,10 +131,15 @@ class Module : public std::enable_shared_from_this<Module> {
   // Called by to() after each tensor moved, for layers that cache something
   // device-specific.
   virtual void on_moved() {}
+  // Called by replace_module before submodule `name` is swapped: a container
+  // whose forward holds its modules (Sequential) refuses.
+  virtual void before_replace(const std::string& name) { (void)name; }
 
  private:
   void register_child(std::string name, std::shared_ptr<Module> module);
   void replace_child(const std::string& name, std::shared_ptr<Module> module);
+  void collect(bool buffers, const std::string& prefix, bool recurse, std::unordered_set<const TensorImpl*>& seen,
+               OrderedDict<std::string, Tensor>& out) const;
   void apply_to_tensors(const std::function<Tensor(const Tensor&)>& move, const Origin* moved);
   void label_tensors(const std::string& prefix);
   void pretty_print_recursive(std::ostream& stream, const std::string& indentation) const;

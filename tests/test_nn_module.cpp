@@ -3,6 +3,7 @@
 // the containers, and the device error that names a parameter.
 #include <sstream>
 
+#include "optim/sgd.h"
 #include "tests/helpers.h"
 
 using namespace tandem;
@@ -394,4 +395,73 @@ TEST_CASE("init follows torch.nn.init", "[nn][init]") {
   CHECK(w.min().item<double>() == 0.25);
   REQUIRE_THROWS_WITH(nn::init::xavier_uniform_(empty({3})),
                       "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (got 1)");
+}
+
+TEST_CASE("a tied weight or a shared submodule is one parameter, listed once", "[nn][module]") {
+  // Tied: one tensor registered by two modules (an embedding and an output layer).
+  Tensor w = ones({3, 2});
+  auto first = std::make_shared<nn::Module>(), second = std::make_shared<nn::Module>();
+  first->register_parameter("weight", w);
+  second->register_parameter("weight", w);
+  auto tied = std::make_shared<nn::Module>();
+  tied->register_module("embed", first);
+  tied->register_module("out", second);
+  CHECK(tied->named_parameters().keys() == std::vector<std::string>{"embed.weight"});
+  CHECK(tied->state_dict().keys() == std::vector<std::string>{"embed.weight", "out.weight"});
+
+  // Shared: one submodule registered twice.
+  auto shared = std::make_shared<nn::LinearImpl>(2, 2);
+  auto outer = std::make_shared<nn::Module>();
+  outer->register_module("a", shared);
+  outer->register_module("b", shared);
+  CHECK(outer->named_parameters().keys() == std::vector<std::string>{"a.weight", "a.bias"});
+  CHECK(outer->named_modules().keys() == std::vector<std::string>{"", "a"});
+  // state_dict keeps every name, as PyTorch's.
+  CHECK(outer->state_dict().keys() == std::vector<std::string>{"a.weight", "a.bias", "b.weight", "b.bias"});
+  // An optimizer over parameters() takes each tensor once (it refuses repeats).
+  optim::SGD sgd(outer->parameters(), optim::SGDOptions(0.1));
+  CHECK(sgd.parameters().size() == 2);
+  // Moving moves the shared tensors once and keeps them shared.
+  outer->to(kFloat64);
+  CHECK(shared->weight.dtype() == kFloat64);
+}
+
+TEST_CASE("replace_module swaps a submodule; Sequential refuses", "[nn][module]") {
+  Net net;
+  nn::Linear head(2, 4);
+  net->replace_module("head", head);
+  CHECK(net->named_children()["head"].get() == head.get());
+  CHECK(net->named_parameters().contains("head.bias"));  // the old head had none
+  REQUIRE_THROWS_WITH(net->replace_module("tail", head), "No submodule named 'tail' in Net to replace");
+  REQUIRE_THROWS_WITH(net->replace_module("head", std::shared_ptr<nn::LinearImpl>()),
+                      "Cannot replace submodule 'head' with an empty one");
+  nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
+  REQUIRE_THROWS_WITH(seq->replace_module("0", nn::Linear(2, 2)),
+                      "Sequential can't replace_module('0'): its forward() would still call the old module. Build a "
+                      "new Sequential with the new module instead");
+  auto self = std::make_shared<nn::Module>();
+  REQUIRE_THROWS_WITH(self->register_module("me", self), "A module can't be its own submodule ('me')");
+  nn::Module on_stack;
+  REQUIRE_THROWS_WITH(on_stack.named_modules(),
+                      "named_modules()/modules() need Module to be owned by a std::shared_ptr "
+                      "(std::make_shared<Module>() or a module holder), as in libtorch");
+}
+
+TEST_CASE("linear and set_data refuse bad arguments", "[nn][linear]") {
+  REQUIRE_THROWS_WITH(nn::functional::linear(Tensor(), zeros({2, 2})), "linear: input and weight must be defined");
+  REQUIRE_THROWS_WITH(nn::functional::linear(zeros({2, 2}), zeros({2})),
+                      "linear: weight must be 2-D (out_features, in_features), got [2]");
+  REQUIRE_THROWS_WITH(nn::functional::linear(zeros({}), zeros({2, 1})),
+                      "linear: input must have at least 1 dimension, got a scalar");
+  Tensor p = zeros({2}, TensorOptions().requires_grad(true));
+  REQUIRE_THROWS_WITH(p.set_data(Tensor()), "set_data: both tensors must be defined");
+  REQUIRE_THROWS_WITH(p.set_data(zeros({2}, kInt64)),
+                      "set_data: a tensor that requires grad needs floating point data, got int64");
+  // set_data keeps identity and grad state.
+  Tensor q = ones({3}, kFloat64);
+  p.set_data(q);
+  CHECK(p.dtype() == kFloat64);
+  CHECK(p.numel() == 3);
+  CHECK(p.requires_grad());
+  CHECK(p.is_leaf());
 }

@@ -16,6 +16,15 @@ Tensor SequentialImpl::forward(const Tensor& input) {
   return x;
 }
 
+// Its forward calls each module through a typed function made at push_back,
+// which a swap behind its back would leave calling the old module (libtorch's
+// Sequential has that bug): refused instead.
+void SequentialImpl::before_replace(const std::string& name) {
+  throw ValueError(detail::str_cat("Sequential can't replace_module('", name,
+                                   "'): its forward() would still call the old module. Build a new Sequential with "
+                                   "the new module instead"));
+}
+
 std::shared_ptr<Module> SequentialImpl::operator[](size_t index) const {
   TANDEM_CHECK(index < entries_.size(), IndexError, "Index ", index, " is out of range for a Sequential of size ",
                entries_.size());

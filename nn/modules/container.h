@@ -52,6 +52,7 @@ class SequentialImpl : public Module {
     return holder.ptr();
   }
   void add(const std::string& name, std::shared_ptr<Module> module, std::function<Tensor(const Tensor&)> forward);
+  void before_replace(const std::string& name) override;
 
   struct Entry {
     std::shared_ptr<Module> module;
