@@ -24,7 +24,7 @@ train: build
 
 # The CPU tests once more under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan: deps
-	[ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
+	[ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled -Dbench=false -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 scripts/run-tests.sh build-asan
 
