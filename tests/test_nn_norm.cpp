@@ -840,6 +840,57 @@ DEVICE_TEST_CASE("embedding's errors: indices out of range on every device", "[n
                       Contains("! (when checking argument 'input' of embedding)"));
 }
 
+DEVICE_TEST_CASE("embedding_backward checks its indices before it scatters into the table", "[nn][norm][errors]") {
+  const TensorOptions opts = TensorOptions().device(device);
+  Tensor g = test::make({0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5}, {3, 4}, kFloat32, device);
+  for (Dtype index_dtype : {kInt64, kInt32})
+    for (bool by_freq : {false, true}) {
+      INFO(index_dtype << (by_freq ? ", scale_grad_by_freq" : ""));
+      REQUIRE_THROWS_AS(
+          detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq),
+          IndexError);
+      REQUIRE_THROWS_WITH(
+          detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq),
+          Contains("embedding_backward(): index out of range in self (index 5 of a table of 5 rows, num_weights; "
+                   "valid indices are 0 to 4; pass the num_weights of the forward's table)"));
+      REQUIRE_THROWS_WITH(detail::embedding_backward(g, ids({1, -1, 7}, {3}, device, index_dtype), 5, 1, by_freq),
+                          Contains("embedding_backward(): index out of range in self (index -1 of a table of 5 rows"));
+      REQUIRE_THROWS_WITH(
+          detail::embedding_backward(g.reshape({3, 1, 4}), ids({2, 9, 0}, {3, 1}, device, index_dtype), 9, std::nullopt,
+                                     by_freq),
+          Contains("index out of range in self (index 9 of a table of 9 rows, num_weights; valid indices are 0 to 8"));
+      // The last row and the first are in range: row 4 sums grad rows 0
+      // and 2 (halved by their count of 2 with scale_grad_by_freq).
+      Tensor grad = detail::embedding_backward(g, ids({4, 0, 4}, {3}, device, index_dtype), 5, std::nullopt, by_freq);
+      const double k = by_freq ? 0.5 : 1.0;
+      test::check_values(grad, {4.5,
+                                5.5,
+                                6.5,
+                                7.5,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                0,
+                                (0.5 + 8.5) * k,
+                                (1.5 + 9.5) * k,
+                                (2.5 + 10.5) * k,
+                                (3.5 + 11.5) * k});
+    }
+  // No indices: nothing to check, even against an empty table.
+  Tensor empty = detail::embedding_backward(zeros({0, 4}, opts), ids({}, {0}, device), 0, std::nullopt, false);
+  CHECK(empty.sizes() == Shape{0, 4});
+  REQUIRE_THROWS_WITH(detail::embedding_backward(g, ids({0, 0, 0}, {3}, device), 0, std::nullopt, false),
+                      Contains("(index 0 of a table of 0 rows, num_weights; valid indices are 0 to -1"));
+}
+
 // ---------------------------------------------------------------- modules
 
 TEST_CASE("the modules print as PyTorch's", "[nn][norm][module]") {
