@@ -673,7 +673,27 @@ TEST_CASE("safetensors: corrupt files are SerializationErrors naming the file an
                Contains("tensor 'a': shape must be an array, got integer"));
     CHECK_THAT(
         error(craft(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", f32_bytes(2))),
-        Contains("tensor 'a': shape [4294967296, 4294967296] is too large to exist"));
+        Contains("tensor 'a': shape [4294967296, 4294967296] is too large to exist (its non-zero sizes multiply "
+                 "past 2^63 - 1)"));
+    // A size of 0 makes the tensor empty, but its strides still multiply the
+    // other sizes: 2^40 * 2^40 does not fit in int64.
+    CHECK_THAT(error(craft(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776,0],"data_offsets":[0,0]}})")),
+               Contains("load_file: '" + path +
+                        "': tensor 'a': shape [1099511627776, 1099511627776, 0] is too large to exist (its non-zero "
+                        "sizes multiply past 2^63 - 1)"));
+    CHECK_THAT(error(craft(R"({"a":{"dtype":"F32","shape":[0,3037000500,3037000500],"data_offsets":[0,0]}})")),
+               Contains("tensor 'a': shape [0, 3037000500, 3037000500] is too large to exist"));
+    // Non-zero sizes that multiply to 2^62 fit: an empty tensor of that shape loads.
+    st::LoadResult huge_empty =
+        st::load_bytes(craft(R"({"a":{"dtype":"F32","shape":[2147483648,0,2147483648],"data_offsets":[0,0]}})"));
+    CHECK(huge_empty.tensors["a"].sizes() == IntArrayRef({2147483648, 0, 2147483648}));
+    CHECK(huge_empty.tensors["a"].numel() == 0);
+    // 2^62 elements fit in int64, their 2^65 bytes of F64 do not fit in uint64.
+    CHECK_THAT(
+        error(craft(R"({"a":{"dtype":"F64","shape":[4611686018427387904],"data_offsets":[0,8]}})", f32_bytes(2))),
+        Contains("load_file: '" + path +
+                 "': tensor 'a': shape [4611686018427387904] of F64 is too large to exist (its size in bytes "
+                 "is over 2^64 - 1)"));
     CHECK_THAT(error(craft(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", f32_bytes(2))),
                Contains("tensor 'a': the entry has no shape"));
     CHECK_THAT(error(craft(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1}})", f32_bytes(2))),
@@ -716,6 +736,14 @@ TEST_CASE("safetensors: corrupt files are SerializationErrors naming the file an
                Contains("metadata 'tandem.devices' names tensor 'b', which the file does not hold"));
     CHECK_THAT(error(with_devices("{}")), Contains("metadata 'tandem.devices' does not name tensor 'a', which the "
                                                    "file holds"));
+    // Two tensors, one named: the message names the other one.
+    std::string two = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+    CHECK_THAT(error(craft(R"({"__metadata__":{"tandem.devices":"{\"a\":\"cpu\"}"},)" + two.substr(1), f32_bytes(2))),
+               Contains("load_file: '" + path +
+                        "': metadata 'tandem.devices' does not name tensor 'b', which the file holds"));
+    CHECK_THAT(error(craft(R"({"__metadata__":{"tandem.devices":"{\"b\":\"cpu\"}"},)" + two.substr(1), f32_bytes(2))),
+               Contains("metadata 'tandem.devices' does not name tensor 'a', which the file holds"));
     CHECK_THAT(error(with_devices(R"({"a":"tpu:0"})")), Contains("metadata 'tandem.devices': tensor 'a': "));
     CHECK_THAT(error(with_devices(R"({"a":0})")),
                Contains("metadata 'tandem.devices': the device of tensor 'a' must be a string such as \"cuda:0\", "

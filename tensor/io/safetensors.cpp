@@ -61,12 +61,6 @@ std::string supported_names() {
   return out;
 }
 
-std::string shape_text(const Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += detail::str_cat(i ? ", " : "", shape[i]);
-  return out + "]";
-}
-
 // ---- where the bytes come from
 
 class Source {
@@ -197,19 +191,24 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
   }
 
   c.check(shape->is_array(), "tensor '", name, "': shape must be an array, got ", json::type_name(shape->type()));
-  bool has_zero = false;
   for (const auto& d : shape->as_array()) {
-    uint64_t size = non_negative_int(c, d, name, "shape");
-    info.shape.push_back(static_cast<int64_t>(size));
-    has_zero = has_zero || size == 0;
+    info.shape.push_back(static_cast<int64_t>(non_negative_int(c, d, name, "shape")));
   }
-  // The number of bytes shape x dtype needs, with overflow checked.
-  uint64_t nbytes = has_zero ? 0 : element_size(info.dtype);
+  // The product of the non-zero sizes must fit in int64 even when a size is
+  // 0: the tensor's strides (contiguous_strides) multiply them.
+  int64_t nonzero_numel = 1;
+  bool has_zero = false;
   for (int64_t d : info.shape) {
-    if (has_zero) break;
-    if (__builtin_mul_overflow(nbytes, static_cast<uint64_t>(d), &nbytes)) {
-      c.fail("tensor '", name, "': shape ", shape_text(info.shape), " is too large to exist");
+    has_zero = has_zero || d == 0;
+    if (d != 0 && __builtin_mul_overflow(nonzero_numel, d, &nonzero_numel)) {
+      c.fail("tensor '", name, "': shape ", shape_str(info.shape),
+             " is too large to exist (its non-zero sizes multiply past 2^63 - 1)");
     }
+  }
+  uint64_t nbytes = 0;
+  if (!has_zero && __builtin_mul_overflow(static_cast<uint64_t>(nonzero_numel), element_size(info.dtype), &nbytes)) {
+    c.fail("tensor '", name, "': shape ", shape_str(info.shape), " of ", dtype->as_string(),
+           " is too large to exist (its size in bytes is over 2^64 - 1)");
   }
 
   c.check(offsets->is_array() && offsets->size() == 2, "tensor '", name,
@@ -220,7 +219,7 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
           "] end before they begin");
   if (info.end - info.begin != nbytes) {
     c.fail("tensor '", name, "': data_offsets [", info.begin, ", ", info.end, "] span ", info.end - info.begin,
-           " bytes, but shape ", shape_text(info.shape), " of ", dtype->as_string(), " needs ", nbytes);
+           " bytes, but shape ", shape_str(info.shape), " of ", dtype->as_string(), " needs ", nbytes);
   }
   return info;
 }
@@ -237,27 +236,31 @@ void apply_devices(const Checker& c, const std::string& text, std::vector<Tensor
           json::type_name(devices.type()));
   std::unordered_map<std::string_view, size_t> index;
   for (size_t i = 0; i < tensors.size(); ++i) index.emplace(tensors[i].name, i);
-  std::vector<TensorInfo> ordered;
-  ordered.reserve(tensors.size());
+  // The save order as indices into tensors; nothing is moved until every
+  // tensor is known to be named (the JSON parser refuses duplicate keys).
+  std::vector<size_t> order;
+  order.reserve(tensors.size());
+  std::vector<bool> named(tensors.size(), false);
   for (const auto& [name, device] : devices.as_object()) {
     auto it = index.find(name);
     c.check(it != index.end(), "metadata '", kDevicesKey, "' names tensor '", name, "', which the file does not hold");
     c.check(device.is_string(), "metadata '", kDevicesKey, "': the device of tensor '", name,
             "' must be a string such as \"cuda:0\", got ", json::type_name(device.type()));
-    TensorInfo& info = tensors[it->second];
     try {
-      info.device = Device(device.as_string());
+      tensors[it->second].device = Device(device.as_string());
     } catch (const ValueError& e) {
       c.fail("metadata '", kDevicesKey, "': tensor '", name, "': ", e.what());
     }
-    ordered.push_back(std::move(info));
+    order.push_back(it->second);
+    named[it->second] = true;
   }
-  if (ordered.size() != tensors.size()) {
-    for (const auto& info : tensors) {
-      c.check(devices.contains(info.name), "metadata '", kDevicesKey, "' does not name tensor '", info.name,
-              "', which the file holds");
-    }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    c.check(named[i], "metadata '", kDevicesKey, "' does not name tensor '", tensors[i].name,
+            "', which the file holds");
   }
+  std::vector<TensorInfo> ordered;
+  ordered.reserve(tensors.size());
+  for (size_t i : order) ordered.push_back(std::move(tensors[i]));
   tensors = std::move(ordered);
 }
 
