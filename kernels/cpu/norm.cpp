@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/functors/norm.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
@@ -218,14 +219,6 @@ M* mutable_ptr_or_null(const Tensor& t) {
 }
 
 // ---------------------------------------------------------------- batch norm
-
-struct Nchw {
-  int64_t N, C, L;
-};
-Nchw nchw_of(const Tensor& t) {
-  const int64_t N = t.size(0), C = t.size(1);
-  return {N, C, N * C == 0 ? 0 : t.numel() / (N * C)};
-}
 
 template <typename T>
 struct BatchNormForward {
@@ -633,7 +626,7 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
                                 invstd.data_ptr<M>(),
                                 mutable_ptr_or_null<M>(running_mean),
                                 mutable_ptr_or_null<M>(running_var),
-                                nchw_of(input),
+                                nchw_of(input.sizes()),
                                 training,
                                 momentum,
                                 eps};
@@ -657,7 +650,7 @@ void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
                                  invstd.data_ptr<M>(),
                                  mutable_ptr_or_null<M>(grad_weight),
                                  mutable_ptr_or_null<M>(grad_bias),
-                                 nchw_of(input),
+                                 nchw_of(input.sizes()),
                                  training};
     if (f.s.L >= kLongPlane)
       parallel_for(0, f.s.C, channel_grain(f.s), [&](int64_t c0, int64_t c1) { f.planes(c0, c1); });

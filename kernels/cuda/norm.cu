@@ -1,6 +1,7 @@
-// CUDA kernels of batch norm, layer norm and embedding (contract in
-// kernels/cpu/norm.h, whose CPU kernels are the specification; notes on
-// synchronisation and atomics in kernels/cuda/norm.h).
+// CUDA kernels of batch norm and layer norm (contract in kernels/cpu/norm.h,
+// whose CPU kernels are the specification; notes on precision in
+// kernels/cuda/norm.h; embedding's kernels are in embedding.cu). The launch
+// shapes and the scratch sizes come from kernels/cuda/norm_plan.h.
 //
 // Batch norm, input (N, C, L):
 //  - statistics: per-thread sums of (x - shift, (x - shift)^2) with shift the
@@ -9,7 +10,7 @@
 //    per channel folds its parts in order (in double), writes mean and
 //    invstd, updates the running statistics, and leaves the affine
 //    coefficients (y = x * alpha + beta) for the elementwise pass.
-//    Planes of 32 or more values: a grid (parts, C), a block walking its
+//    Planes of 32 or more values: a grid (C, parts), a block walking its
 //    rows' planes. Shorter planes ((N, C) above all): bands of 32 neighbouring
 //    (channel, l) slots of a row per block, its rows split over threadIdx.y,
 //    so that every load is coalesced.
@@ -20,11 +21,6 @@
 // L1 between the passes; backward's weight and bias gradients are column
 // sums over the rows: bands of 32 columns, rows split over threadIdx.y and
 // over blocks, the blocks' parts folded in order by a second kernel.
-// Embedding: a gather with the bad-index flag of index.cu; backward a
-// scatter of atomicAdds into the zeroed table.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +30,8 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/loops.h"
 #include "kernels/cuda/norm.h"
+#include "kernels/cuda/norm_plan.h"
+#include "kernels/functors/norm.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
@@ -41,12 +39,9 @@ namespace tandem::gpu {
 
 namespace {
 
-constexpr int kThreads = 256;       // 1-D blocks of the reductions
-constexpr int kBandX = 32;          // columns (slots) of a band block
-constexpr int kBandY = 8;           // rows a band block walks at once
-constexpr int kPlaneMin = 32;       // planes this long take the plane kernel
-constexpr int64_t kPerThread = 16;  // values a thread should sum, at least, before a split pays
-constexpr int64_t kMaxGridY = 65535;
+constexpr int kThreads = kNormThreads;
+constexpr int kBandX = kNormBandX;
+constexpr int kBandY = kNormBandY;
 
 // A pair of sums.
 template <typename M>
@@ -125,13 +120,13 @@ struct GradTerm {
   }
 };
 
-// Grid (parts, C): block (s, c) sums the planes of rows [N s / S, N (s + 1) / S)
+// Grid (C, parts): block (c, s) sums the planes of rows [N s / S, N (s + 1) / S)
 // of channel c into partial[c * S + s].
 template <typename M, typename Term>
 __global__ void __launch_bounds__(kThreads)
     channel_sums_planes_kernel(Term term, int64_t N, int64_t C, int64_t L, Sums<M>* partial) {
   __shared__ Sums<M> smem[kThreads / 32];
-  const int64_t c = blockIdx.y, S = gridDim.x, s = blockIdx.x;
+  const int64_t c = blockIdx.x, S = gridDim.y, s = blockIdx.y;
   const M centre = term.centre(c);
   Sums<M> acc{M(0), M(0)};
   for (int64_t n = N * s / S; n < N * (s + 1) / S; ++n) {
@@ -169,31 +164,30 @@ __global__ void __launch_bounds__(kBandX* kBandY)
   if (threadIdx.y == 0 && j < W) partial[j * S + s] = v[0];
 }
 
-// Whether channel sums take the plane kernel (grid y: one block row per channel).
-bool use_planes(int64_t C, int64_t L) { return L >= kPlaneMin && C <= kMaxGridY; }
-
-// Sums of every channel into partial ([C][parts]); returns parts.
+// Sums of every channel into partial ([C][plan.parts], plan.partials in all).
 template <typename M, typename Term>
-int64_t channel_sums(const Term& term, int64_t N, int64_t C, int64_t L, Sums<M>* partial, int device,
-                     cudaStream_t stream) {
-  const int64_t sms = multiprocessor_count(device);
-  if (use_planes(C, L)) {
-    const int64_t per_channel = N * L;
-    const int64_t S = std::clamp<int64_t>(std::min(ceil_div(per_channel, kThreads * kPerThread), ceil_div(4 * sms, C)),
-                                          1, std::max<int64_t>(N, 1));
-    channel_sums_planes_kernel<M>
-        <<<dim3(static_cast<unsigned>(S), static_cast<unsigned>(C)), kThreads, 0, stream>>>(term, N, C, L, partial);
-    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-    return S;
-  }
-  const int64_t W = C * L, bands = ceil_div(W, kBandX);
-  const int64_t S =
-      std::clamp<int64_t>(std::min(ceil_div(8 * sms, bands), ceil_div(N, kBandY * kPerThread)), 1, kMaxGridY);
-  channel_sums_bands_kernel<M>
-      <<<dim3(static_cast<unsigned>(bands), static_cast<unsigned>(S)), dim3(kBandX, kBandY), 0, stream>>>(term, N, W, L,
-                                                                                                          partial);
+void channel_sums(const ChannelSumsPlan& plan, const Term& term, const Nchw& s, Sums<M>* partial, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(plan.splits));
+  if (plan.planes)
+    channel_sums_planes_kernel<M><<<grid, kThreads, 0, stream>>>(term, s.N, s.C, s.L, partial);
+  else
+    channel_sums_bands_kernel<M><<<grid, dim3(kBandX, kBandY), 0, stream>>>(term, s.N, s.C * s.L, s.L, partial);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-  return L * S;
+}
+
+// The channel sums' plan on device; without sums (eval, or no values) an
+// empty one: no parts, no scratch.
+ChannelSumsPlan plan_channel_sums(const Nchw& s, int device, bool sums) {
+  if (!sums) return {};
+  const ChannelSumsPlan plan = channel_sums_plan(s, multiprocessor_count(device));
+  TANDEM_INTERNAL_ASSERT(plan.grid_x <= INT32_MAX && plan.splits <= kNormMaxGridY, "batch_norm (cuda): grid (",
+                         plan.grid_x, ", ", plan.splits, ") out of range");
+  return plan;
+}
+// Bytes of scratch for the plan's partial sums: exactly what the kernels write.
+template <typename M>
+size_t partial_bytes(const ChannelSumsPlan& plan) {
+  return aligned(static_cast<size_t>(plan.partials) * sizeof(Sums<M>));
 }
 
 // ---------------------------------------------------------------- batch norm: per-channel folds
@@ -276,23 +270,6 @@ __global__ void batch_norm_grad_input_kernel(const T* g, const T* x, T* gx, int6
     const int64_t c = channel_of(i);
     gx[i] = store_as<T>(load_as<M>(g[i]) * ka[c] + (load_as<M>(x[i]) - mean[c]) * kb[c] + kc[c]);
   }
-}
-
-struct Nchw {
-  int64_t N, C, L;
-};
-Nchw nchw_of(const Tensor& t) {
-  const int64_t N = t.size(0), C = t.size(1);
-  return {N, C, N * C == 0 ? 0 : t.numel() / (N * C)};
-}
-
-// Bytes of the channel sums' partials: at most C * max(parts) pairs.
-template <typename M>
-size_t partial_bytes(const Nchw& s, int device) {
-  const int64_t sms = multiprocessor_count(device);
-  const int64_t most = use_planes(s.C, s.L) ? std::min<int64_t>(std::max<int64_t>(s.N, 1), 4 * sms)
-                                            : s.L * std::min<int64_t>(8 * sms, kMaxGridY);
-  return aligned(static_cast<size_t>(s.C * std::max<int64_t>(most, 1)) * sizeof(Sums<M>));
 }
 
 // ---------------------------------------------------------------- layer norm
@@ -413,78 +390,6 @@ dim3 layer_norm_block(int64_t D) {
   return dim3(static_cast<unsigned>(x), static_cast<unsigned>(std::max<int64_t>(1, 128 / x)));
 }
 
-// ---------------------------------------------------------------- embedding
-
-// The bad-index flag of kernels/cuda/index.cu: 0 or the first out-of-range
-// value written (0 is in range whenever the table has rows).
-__device__ __forceinline__ void record_bad_index(unsigned long long* flag, int64_t value) {
-  atomicCAS(flag, 0ull, static_cast<unsigned long long>(value));
-}
-
-template <typename I>
-__global__ void embedding_check_kernel(const I* idx, int64_t K, int64_t num, unsigned long long* bad) {
-  for (int64_t k = global_thread(); k < K; k += grid_threads()) {
-    const int64_t r = static_cast<int64_t>(idx[k]);
-    if (r < 0 || r >= num) record_bad_index(bad, r);
-  }
-}
-
-// out[k, j] = weight[idx[k], j], elements moved by size (U: an unsigned type of the element's bytes).
-template <typename U, typename I>
-__global__ void embedding_kernel(const U* weight, U* out, const I* idx, int64_t n, int64_t D, int64_t num,
-                                 unsigned long long* bad) {
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const int64_t k = i / D, j = i - k * D;
-    const int64_t r = static_cast<int64_t>(idx[k]);
-    if (r < 0 || r >= num) {
-      record_bad_index(bad, r);
-      continue;
-    }
-    out[i] = weight[r * D + j];
-  }
-}
-
-template <typename I>
-__global__ void embedding_count_kernel(const I* idx, int64_t K, unsigned int* counts) {
-  for (int64_t k = global_thread(); k < K; k += grid_threads()) atomicAdd(counts + static_cast<int64_t>(idx[k]), 1u);
-}
-
-// *p += v atomically (the 16-bit types with their hardware atomics).
-template <typename T>
-__device__ __forceinline__ void atomic_add(T* p, T v) {
-  if constexpr (std::is_same_v<T, Half>)
-    atomicAdd(reinterpret_cast<__half*>(p), __ushort_as_half(v.x));
-  else if constexpr (std::is_same_v<T, BFloat16>)
-    atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), __ushort_as_bfloat16(v.x));
-  else
-    atomicAdd(p, v);
-}
-
-template <typename T, typename I>
-__global__ void embedding_backward_kernel(const T* g, const I* idx, T* gw, int64_t n, int64_t D, int64_t padding_idx,
-                                          const unsigned int* counts) {
-  using M = opmath_t<T>;
-  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
-    const int64_t k = i / D, j = i - k * D;
-    const int64_t r = static_cast<int64_t>(idx[k]);
-    if (r == padding_idx) continue;
-    M v = load_as<M>(g[i]);
-    if (counts != nullptr) v /= static_cast<M>(counts[r]);
-    atomic_add(gw + r * D + j, store_as<T>(v));
-  }
-}
-
-template <typename F>
-void dispatch_bytes(size_t size, const F& f) {
-  switch (size) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-  }
-  TANDEM_INTERNAL_ASSERT(false, "no element type of ", size, " bytes");
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- entry points
@@ -492,7 +397,7 @@ void dispatch_bytes(size_t size, const F& f) {
 void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, const Tensor& input, const Tensor& weight,
                 const Tensor& bias, const Tensor& running_mean, const Tensor& running_var, bool training,
                 double momentum, double eps) {
-  const Nchw s = nchw_of(input);
+  const Nchw s = nchw_of(input.sizes());
   if (s.C == 0) return;
   const int device = out.device().index();
   DeviceGuard guard(device);
@@ -501,15 +406,15 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
     using M = opmath_t<T>;
     const T* x = input.data_ptr<T>();
     const int64_t n = s.N * s.L;
-    const size_t sums_bytes = training && n > 0 ? partial_bytes<M>(s, device) : 0;
+    const ChannelSumsPlan plan = plan_channel_sums(s, device, training && n > 0);
+    const size_t sums_bytes = partial_bytes<M>(plan);
     Scratch scratch(device, sums_bytes + 2 * aligned(static_cast<size_t>(s.C) * sizeof(M)));
     Sums<M>* partial = scratch.at<Sums<M>>(0);
     M* alpha = scratch.at<M>(sums_bytes);
     M* beta = scratch.at<M>(sums_bytes + aligned(static_cast<size_t>(s.C) * sizeof(M)));
-    int64_t parts = 0;
-    if (training && n > 0) parts = channel_sums<M>(StatsTerm<T, M>{x, s.L}, s.N, s.C, s.L, partial, device, stream);
+    if (training && n > 0) channel_sums<M>(plan, StatsTerm<T, M>{x, s.L}, s, partial, stream);
     batch_norm_stats_kernel<T, M><<<static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream>>>(
-        partial, parts, s.C, s.L, n, x, training, momentum, eps, ptr_or_null<M>(weight), ptr_or_null<M>(bias),
+        partial, plan.parts, s.C, s.L, n, x, training, momentum, eps, ptr_or_null<M>(weight), ptr_or_null<M>(bias),
         mean.data_ptr<M>(), invstd.data_ptr<M>(), ptr_or_null<M>(running_mean), ptr_or_null<M>(running_var), alpha,
         beta);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
@@ -526,7 +431,7 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
 void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                          const Tensor& grad_out, const Tensor& input, const Tensor& weight, const Tensor& mean,
                          const Tensor& invstd, bool training) {
-  const Nchw s = nchw_of(input);
+  const Nchw s = nchw_of(input.sizes());
   if (s.C == 0) return;
   const int device = input.device().index();
   DeviceGuard guard(device);
@@ -537,17 +442,17 @@ void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     const M* mu = mean.data_ptr<M>();
     const int64_t n = s.N * s.L;
     const bool sums = n > 0 && (grad_weight.defined() || grad_bias.defined() || (grad_input.defined() && training));
-    const size_t sums_bytes = sums ? partial_bytes<M>(s, device) : 0;
+    const ChannelSumsPlan plan = plan_channel_sums(s, device, sums);
+    const size_t sums_bytes = partial_bytes<M>(plan);
     const size_t coef = aligned(static_cast<size_t>(s.C) * sizeof(M));
     Scratch scratch(device, sums_bytes + 3 * coef);
     Sums<M>* partial = scratch.at<Sums<M>>(0);
     M *ka = scratch.at<M>(sums_bytes), *kb = scratch.at<M>(sums_bytes + coef),
       *kc = scratch.at<M>(sums_bytes + 2 * coef);
-    int64_t parts = 0;
-    if (sums) parts = channel_sums<M>(GradTerm<T, M>{g, x, mu}, s.N, s.C, s.L, partial, device, stream);
+    if (sums) channel_sums<M>(plan, GradTerm<T, M>{g, x, mu}, s, partial, stream);
     batch_norm_grad_kernel<M><<<static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream>>>(
-        partial, parts, s.C, n, training, invstd.data_ptr<M>(), ptr_or_null<M>(weight), ptr_or_null<M>(grad_weight),
-        ptr_or_null<M>(grad_bias), ka, kb, kc);
+        partial, plan.parts, s.C, n, training, invstd.data_ptr<M>(), ptr_or_null<M>(weight),
+        ptr_or_null<M>(grad_weight), ptr_or_null<M>(grad_bias), ka, kb, kc);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t numel = input.numel();
     if (!grad_input.defined() || numel == 0) return;
@@ -601,8 +506,7 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     }
     if ((!grad_weight.defined() && !grad_bias.defined()) || D == 0) return;
     const int64_t bands = ceil_div(D, kBandX);
-    const int64_t S = std::clamp<int64_t>(
-        std::min(ceil_div(8 * multiprocessor_count(device), bands), ceil_div(rows, kBandY * kPerThread)), 1, kMaxGridY);
+    const int64_t S = layer_norm_param_splits(rows, D, multiprocessor_count(device));
     Scratch scratch(device, S > 1 ? static_cast<size_t>(S * D) * sizeof(Sums<M>) : 0);
     M *gw = ptr_or_null<M>(grad_weight), *gb = ptr_or_null<M>(grad_bias);
     layer_norm_param_grads_kernel<T, M>
@@ -613,64 +517,6 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     layer_norm_param_fold_kernel<M>
         <<<static_cast<unsigned>(ceil_div(D, kThreads)), kThreads, 0, stream>>>(scratch.at<Sums<M>>(0), S, D, gw, gb);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-}
-
-void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
-  const int64_t K = indices.numel(), num = weight.size(0), D = weight.size(1);
-  if (K == 0) return;
-  const int device = out.device().index();
-  DeviceGuard guard(device);
-  const cudaStream_t stream = stream_of(out);
-  Scratch flag(device, sizeof(unsigned long long));
-  unsigned long long* bad = flag.at<unsigned long long>(0);
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(unsigned long long), stream));
-  const int64_t n = K * D;
-  dispatch_index(indices.dtype(), "embedding (cuda)", [&]<typename I>() {
-    const I* idx = indices.data_ptr<I>();
-    if (n == 0) {  // no values to move: the indices are still checked
-      embedding_check_kernel<I><<<grid_stride_blocks(K, device), kGridStrideThreads, 0, stream>>>(idx, K, num, bad);
-      TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-      return;
-    }
-    dispatch_bytes(weight.element_size(), [&]<typename U>() {
-      embedding_kernel<U, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          static_cast<const U*>(weight.data_ptr()), static_cast<U*>(out.data_ptr()), idx, n, D, num, bad);
-      TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-    });
-  });
-  // The 8-byte copy back waits for the stream (see kernels/cuda/norm.h).
-  unsigned long long value = 0;
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(&value, bad, sizeof(value), cudaMemcpyDeviceToHost, stream));
-  TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const auto v = static_cast<int64_t>(value);
-  TANDEM_CHECK(value == 0 && num > 0, IndexError, "embedding(): index out of range in self (index ", v,
-               " of a table of ", num, " rows, num_embeddings; valid indices are 0 to ", num - 1, ")");
-}
-
-void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& indices, int64_t padding_idx,
-                        bool scale_grad_by_freq) {
-  const int64_t K = indices.numel(), num = grad_weight.size(0), D = grad_weight.size(1);
-  const int device = grad_weight.device().index();
-  DeviceGuard guard(device);
-  const cudaStream_t stream = stream_of(grad_weight);
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(grad_weight.data_ptr(), 0, grad_weight.nbytes(), stream));
-  const int64_t n = K * D;
-  if (n == 0) return;
-  Scratch counts(device, scale_grad_by_freq ? static_cast<size_t>(num) * sizeof(unsigned int) : 0);
-  unsigned int* count = scale_grad_by_freq ? counts.at<unsigned int>(0) : nullptr;
-  dispatch_index(indices.dtype(), "embedding_backward (cuda)", [&]<typename I>() {
-    const I* idx = indices.data_ptr<I>();
-    if (count != nullptr) {
-      TANDEM_CUDA_CHECK(cudaMemsetAsync(count, 0, static_cast<size_t>(num) * sizeof(unsigned int), stream));
-      embedding_count_kernel<I><<<grid_stride_blocks(K, device), kGridStrideThreads, 0, stream>>>(idx, K, count);
-      TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    dispatch_floating(grad_weight.dtype(), "embedding_backward (cuda)", [&]<typename T>() {
-      embedding_backward_kernel<T, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          grad_out.data_ptr<T>(), idx, grad_weight.data_ptr<T>(), n, D, padding_idx, count);
-      TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-    });
   });
 }
 

@@ -1,10 +1,27 @@
-// CUDA kernels of batch norm, layer norm and embedding, with the contract of
+// CUDA kernels of batch norm and layer norm (kernels/cuda/norm.cu) and of
+// embedding (kernels/cuda/embedding.cu), with the contract of
 // kernels/cpu/norm.h (the CPU kernels are the specification). They launch on
-// the current stream of the output's device. embedding checks its indices
-// on the device and reads an 8-byte flag back after the launch, so it waits
-// for the stream, as gather does (kernels/cuda/index.h). embedding_backward
-// adds with atomics: on a GPU the order of the additions into a row, and so
-// the last bits of a sum of several rows, may change from run to run.
+// the current stream of the output's device.
+//
+// Precision: the batch-norm statistics and gradient sums run per thread and
+// per block in the statistics' type M (float for float32, float16 and
+// bfloat16 inputs; double for float64), where the CPU kernels sum in double;
+// only the fold of each channel's parts is in double. Float keeps the
+// memory-bound reductions at full speed (half the registers and shared
+// memory of double, and a GPU's float throughput), as PyTorch's CUDA batch
+// norm accumulates in float. The values are shifted by a sample of their
+// channel first, so the sums of squares do not cancel; what is left is the
+// rounding of a thread's running sum, which grows with the values it sums
+// (N * L / (256 * parts) on the plane path, see kernels/cuda/norm_plan.h).
+// So float32 results agree with the CPU's within float32 tolerance, not to
+// the last bit.
+//
+// embedding checks its indices on the device and reads an 8-byte flag back
+// after the launch, so it waits for the stream, as gather does
+// (kernels/cuda/index.h). embedding_backward takes indices checked by its
+// front end, and adds with atomics: on a GPU the order of the additions into
+// a row, and so the last bits of a sum of several rows, may change from run
+// to run.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// The norm kernels of a build without CUDA: each throws (see no_cuda.h).
+// The norm and embedding kernels of a build without CUDA: each throws (see
+// no_cuda.h).
 #include "kernels/cuda/no_cuda.h"
 #include "kernels/cuda/norm.h"
 
