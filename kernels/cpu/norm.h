@@ -52,7 +52,7 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices);
 // of the rows k of grad_out (K, D) with indices[k] == i, in the order of k
 // (deterministic), except row padding_idx (if >= 0), which stays 0. With
 // scale_grad_by_freq each sum is divided by the count of i in indices.
-// Indices were checked by the forward.
+// Indices were checked by the front end (detail::embedding_backward).
 void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& indices, int64_t padding_idx,
                         bool scale_grad_by_freq);
 
