@@ -165,18 +165,23 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
   return loss;
 }
 
-std::unique_ptr<OptimizerParamState> AdamFamily::make_state(const OrderedDict<std::string, Tensor>& saved,
-                                                            const Tensor& param, int64_t index) const {
+void AdamFamily::check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const {
   check_state_keys(saved, name(), {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"}, index);
-  auto state = std::make_unique<AdamParamState>();
   const Tensor step = saved_state(saved, name(), "step", param, index);
   TANDEM_CHECK(step.numel() == 1, ShapeError, name(), ".load_state_dict: state 'step' of parameter ", index, " has ",
                step.numel(), " elements; it is the parameter's step count, one number");
-  state->step(step);
-  state->exp_avg(saved_state(saved, name(), "exp_avg", param, index));
-  state->exp_avg_sq(saved_state(saved, name(), "exp_avg_sq", param, index));
-  if (saved.contains("max_exp_avg_sq"))
-    state->max_exp_avg_sq(saved_state(saved, name(), "max_exp_avg_sq", param, index));
+  saved_state(saved, name(), "exp_avg", param, index);
+  saved_state(saved, name(), "exp_avg_sq", param, index);
+  if (saved.contains("max_exp_avg_sq")) saved_state(saved, name(), "max_exp_avg_sq", param, index);
+}
+
+std::unique_ptr<OptimizerParamState> AdamFamily::make_state(const OrderedDict<std::string, Tensor>& saved,
+                                                            const Tensor&, int64_t) const {
+  auto state = std::make_unique<AdamParamState>();
+  state->step(saved["step"]);
+  state->exp_avg(saved["exp_avg"]);
+  state->exp_avg_sq(saved["exp_avg_sq"]);
+  if (const Tensor* max_exp_avg_sq = saved.find("max_exp_avg_sq")) state->max_exp_avg_sq(*max_exp_avg_sq);
   return state;
 }
 

@@ -60,6 +60,7 @@ class AdamFamily : public Optimizer {
   //   v = beta2 v + (1 - beta2) d^2; (amsgrad: v_max = max(v_max, v), used for v)
   //   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
   Tensor adam_step(const LossClosure& closure);
+  void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const override;
   std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
                                                   int64_t index) const override;
 };

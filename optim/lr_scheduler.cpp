@@ -69,20 +69,25 @@ const std::vector<double>& LRScheduler::list(const LRSchedulerState& state, cons
   return *v;
 }
 
-void LRScheduler::load_state_dict(const LRSchedulerState& state) {
+void LRScheduler::check_state_dict(const LRSchedulerState& state) const {
   const size_t groups = optimizer_.param_groups().size();
   const auto& base = list(state, "base_lrs");
   const auto& last = list(state, "_last_lr");
   TANDEM_CHECK(base.size() == groups && last.size() == groups, ValueError, name(), ".load_state_dict: the state ",
                "has ", base.size(), " base_lrs and ", last.size(), " _last_lr, but the optimizer has ", groups,
                " parameter groups");
-  const auto last_epoch = static_cast<int64_t>(value(state, "last_epoch"));
-  const auto step_count = static_cast<int64_t>(value(state, "_step_count"));
-  load_state(state);  // checks and takes the scheduler's own entries first
-  last_epoch_ = last_epoch;
-  step_count_ = step_count;
-  base_lrs_ = base;
-  last_lr_ = last;
+  value(state, "last_epoch");
+  value(state, "_step_count");
+  check_state(state);
+}
+
+void LRScheduler::load_state_dict(const LRSchedulerState& state) {
+  check_state_dict(state);
+  load_state(state);
+  last_epoch_ = static_cast<int64_t>(value(state, "last_epoch"));
+  step_count_ = static_cast<int64_t>(value(state, "_step_count"));
+  base_lrs_ = list(state, "base_lrs");
+  last_lr_ = list(state, "_last_lr");
 }
 
 // ---------------------------------------------------------------- StepLR
@@ -105,11 +110,15 @@ void StepLR::save_state(LRSchedulerState& state) const {
   state.values.insert("gamma", gamma_);
 }
 
-void StepLR::load_state(const LRSchedulerState& state) {
+void StepLR::check_state(const LRSchedulerState& state) const {
   const auto step_size = static_cast<int64_t>(value(state, "step_size"));
   TANDEM_CHECK(step_size > 0, ValueError, "StepLR.load_state_dict: step_size must be positive, got ", step_size);
+  value(state, "gamma");
+}
+
+void StepLR::load_state(const LRSchedulerState& state) {
+  step_size_ = static_cast<int64_t>(value(state, "step_size"));
   gamma_ = value(state, "gamma");
-  step_size_ = step_size;
 }
 
 // ---------------------------------------------------------------- MultiStepLR
@@ -133,10 +142,14 @@ void MultiStepLR::save_state(LRSchedulerState& state) const {
   state.lists.insert("milestones", std::vector<double>(milestones_.begin(), milestones_.end()));
 }
 
+void MultiStepLR::check_state(const LRSchedulerState& state) const {
+  value(state, "gamma");
+  list(state, "milestones");
+}
+
 void MultiStepLR::load_state(const LRSchedulerState& state) {
-  const double gamma = value(state, "gamma");
+  gamma_ = value(state, "gamma");
   const auto& milestones = list(state, "milestones");
-  gamma_ = gamma;
   milestones_.assign(milestones.begin(), milestones.end());
   std::sort(milestones_.begin(), milestones_.end());
 }
@@ -176,11 +189,15 @@ void CosineAnnealingLR::save_state(LRSchedulerState& state) const {
   state.values.insert("eta_min", eta_min_);
 }
 
-void CosineAnnealingLR::load_state(const LRSchedulerState& state) {
+void CosineAnnealingLR::check_state(const LRSchedulerState& state) const {
   const auto t_max = static_cast<int64_t>(value(state, "T_max"));
   TANDEM_CHECK(t_max > 0, ValueError, "CosineAnnealingLR.load_state_dict: T_max must be positive, got ", t_max);
+  value(state, "eta_min");
+}
+
+void CosineAnnealingLR::load_state(const LRSchedulerState& state) {
+  T_max_ = static_cast<int64_t>(value(state, "T_max"));
   eta_min_ = value(state, "eta_min");
-  T_max_ = t_max;
 }
 
 // ---------------------------------------------------------------- LinearLR
@@ -214,12 +231,16 @@ void LinearLR::save_state(LRSchedulerState& state) const {
   state.values.insert("total_iters", static_cast<double>(total_iters_));
 }
 
+void LinearLR::check_state(const LRSchedulerState& state) const {
+  value(state, "start_factor");
+  value(state, "end_factor");
+  value(state, "total_iters");
+}
+
 void LinearLR::load_state(const LRSchedulerState& state) {
-  const double start = value(state, "start_factor"), end = value(state, "end_factor");
-  const auto total = static_cast<int64_t>(value(state, "total_iters"));
-  start_factor_ = start;
-  end_factor_ = end;
-  total_iters_ = total;
+  start_factor_ = value(state, "start_factor");
+  end_factor_ = value(state, "end_factor");
+  total_iters_ = static_cast<int64_t>(value(state, "total_iters"));
 }
 
 // ---------------------------------------------------------------- OneCycleLR
@@ -337,20 +358,22 @@ void OneCycleLR::save_state(LRSchedulerState& state) const {
   state.lists.insert("phase_end_steps", ends);
 }
 
-void OneCycleLR::load_state(const LRSchedulerState& state) {
-  const auto total = static_cast<int64_t>(value(state, "total_steps"));
-  const bool linear = value(state, "anneal_strategy") != 0;
-  const bool cycle = value(state, "cycle_momentum") != 0, beta1 = value(state, "use_beta1") != 0;
+void OneCycleLR::check_state(const LRSchedulerState& state) const {
+  for (const char* key : {"total_steps", "anneal_strategy", "cycle_momentum", "use_beta1"}) value(state, key);
   const bool three = value(state, "three_phase") != 0;
   const auto& ends = list(state, "phase_end_steps");
   TANDEM_CHECK(ends.size() == (three ? 3u : 2u), ValueError, "OneCycleLR.load_state_dict: ", ends.size(),
                " phase_end_steps for ", three ? 3 : 2, " phases");
-  total_steps_ = total;
-  linear_ = linear;
-  cycle_momentum_ = cycle;
-  use_beta1_ = beta1;
-  three_phase_ = three;
+}
+
+void OneCycleLR::load_state(const LRSchedulerState& state) {
+  total_steps_ = static_cast<int64_t>(value(state, "total_steps"));
+  linear_ = value(state, "anneal_strategy") != 0;
+  cycle_momentum_ = value(state, "cycle_momentum") != 0;
+  use_beta1_ = value(state, "use_beta1") != 0;
+  three_phase_ = value(state, "three_phase") != 0;
   make_phases(0);
+  const auto& ends = list(state, "phase_end_steps");
   for (size_t i = 0; i < phases_.size(); ++i) phases_[i].end_step = ends[i];
 }
 

@@ -67,14 +67,20 @@ class LRScheduler {
   // Restores what state_dict() saved (KeyError for a missing entry,
   // ValueError when its group count differs from the optimizer's). The group
   // lrs are the optimizer's state: load it with the optimizer's state dict.
+  // It runs check_state_dict first, so a state it refuses changes nothing.
   void load_state_dict(const LRSchedulerState& state);
+  // Every check load_state_dict makes, with its errors, changing nothing.
+  void check_state_dict(const LRSchedulerState& state) const;
 
  protected:
   // The lrs for last_epoch_ (already advanced), from the current ones: the
   // chainable form of PyTorch's get_lr().
   virtual std::vector<double> get_lrs() = 0;
-  // The scheduler's own entries of its state (see LRSchedulerState).
+  // The scheduler's own entries of its state (see LRSchedulerState):
+  // check_state checks them with load_state_dict's errors, load_state takes
+  // entries check_state accepted.
   virtual void save_state(LRSchedulerState& state) const = 0;
+  virtual void check_state(const LRSchedulerState& state) const = 0;
   virtual void load_state(const LRSchedulerState& state) = 0;
   // PyTorch's _initial_step: the first step(), to epoch 0. Called last by
   // each concrete constructor (a base constructor cannot call get_lrs).
@@ -101,6 +107,7 @@ class StepLR : public LRScheduler {
  protected:
   std::vector<double> get_lrs() override;
   void save_state(LRSchedulerState& state) const override;
+  void check_state(const LRSchedulerState& state) const override;
   void load_state(const LRSchedulerState& state) override;
 
  private:
@@ -118,6 +125,7 @@ class MultiStepLR : public LRScheduler {
  protected:
   std::vector<double> get_lrs() override;
   void save_state(LRSchedulerState& state) const override;
+  void check_state(const LRSchedulerState& state) const override;
   void load_state(const LRSchedulerState& state) override;
 
  private:
@@ -135,6 +143,7 @@ class CosineAnnealingLR : public LRScheduler {
  protected:
   std::vector<double> get_lrs() override;
   void save_state(LRSchedulerState& state) const override;
+  void check_state(const LRSchedulerState& state) const override;
   void load_state(const LRSchedulerState& state) override;
 
  private:
@@ -152,6 +161,7 @@ class LinearLR : public LRScheduler {
  protected:
   std::vector<double> get_lrs() override;
   void save_state(LRSchedulerState& state) const override;
+  void check_state(const LRSchedulerState& state) const override;
   void load_state(const LRSchedulerState& state) override;
 
  private:
@@ -198,6 +208,7 @@ class OneCycleLR : public LRScheduler {
  protected:
   std::vector<double> get_lrs() override;
   void save_state(LRSchedulerState& state) const override;
+  void check_state(const LRSchedulerState& state) const override;
   void load_state(const LRSchedulerState& state) override;
 
  private:

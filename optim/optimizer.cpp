@@ -135,7 +135,16 @@ OptimizerStateDict Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
+std::map<int64_t, std::pair<Tensor, int64_t>> Optimizer::id_map(const OptimizerStateDict& state_dict) const {
+  std::map<int64_t, std::pair<Tensor, int64_t>> ids;
+  int64_t number = 0;
+  for (size_t g = 0; g < state_dict.param_groups.size(); ++g)
+    for (size_t i = 0; i < state_dict.param_groups[g].params.size(); ++i)
+      ids.emplace(state_dict.param_groups[g].params[i], std::make_pair(param_groups_[g].params()[i], number++));
+  return ids;
+}
+
+void Optimizer::check_state_dict(const OptimizerStateDict& state_dict) const {
   const auto& saved_groups = state_dict.param_groups;
   TANDEM_CHECK(saved_groups.size() == param_groups_.size(), ValueError,
                "loaded state dict has a different number of parameter groups (", saved_groups.size(), " saved, ",
@@ -145,25 +154,40 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
                  "loaded state dict contains a parameter group that doesn't match the size of optimizer's group ",
                  "(group ", g, ": ", saved_groups[g].params.size(), " parameters saved, ",
                  param_groups_[g].params().size(), " here)");
-
-  // Saved index -> this optimizer's parameter and its number, group by
-  // group in order (PyTorch's id_map).
-  std::map<int64_t, std::pair<Tensor, int64_t>> id_map;
-  int64_t number = 0;
   for (size_t g = 0; g < saved_groups.size(); ++g)
-    for (size_t i = 0; i < saved_groups[g].params.size(); ++i)
-      id_map.emplace(saved_groups[g].params[i], std::make_pair(param_groups_[g].params()[i], number++));
+    for (const auto& item : param_groups_[g].options().to_dict())
+      TANDEM_CHECK(saved_groups[g].options.contains(item.first), KeyError, name(), ".load_state_dict: parameter group ",
+                   g, " of the state dict has no '", item.first, "' (was it saved from another optimizer?)");
+  const auto ids = id_map(state_dict);
+  for (const auto& [index, saved] : state_dict.state) {
+    auto it = ids.find(index);
+    TANDEM_CHECK(it != ids.end(), KeyError, name(), ".load_state_dict: the state dict has state for parameter ", index,
+                 ", which none of its parameter groups lists");
+    const auto& [param, number] = it->second;
+    for (const auto& item : saved) {
+      const Tensor& value = item.second;
+      TANDEM_CHECK(value.defined(), ValueError, name(), ".load_state_dict: state '", item.first, "' of parameter ",
+                   index, " is an undefined tensor");
+      // PyTorch would cast it; an integer moment is no moment.
+      TANDEM_CHECK(item.first == "step" || !param.is_floating_point() || value.is_floating_point(), DtypeError, name(),
+                   ".load_state_dict: state '", item.first, "' of parameter ", index, " is ", value.dtype(),
+                   " but the parameter is ", param.dtype(),
+                   "; optimizer state is floating point (was the state dict saved from another optimizer?)");
+    }
+    check_state(saved, param, number);
+  }
+}
 
-  // Every check before anything changes, so that a bad state dict leaves the
-  // optimizer as it was.
+void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
+  check_state_dict(state_dict);
+  const auto& saved_groups = state_dict.param_groups;
+  // Nothing below refuses: the new options, extra values and state are
+  // built first and take their places at the end.
   std::vector<std::unique_ptr<OptimizerOptions>> options;
   std::vector<OrderedDict<std::string, double>> extras;
   for (size_t g = 0; g < saved_groups.size(); ++g) {
     auto o = param_groups_[g].options().clone();
     const auto keys = o->to_dict();
-    for (const auto& item : keys)
-      TANDEM_CHECK(saved_groups[g].options.contains(item.first), KeyError, name(), ".load_state_dict: parameter group ",
-                   g, " of the state dict has no '", item.first, "' (was it saved from another optimizer?)");
     OrderedDict<std::string, double> extra("param group value");
     for (const auto& item : saved_groups[g].options) {
       if (keys.contains(item.first))
@@ -174,19 +198,15 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
     options.push_back(std::move(o));
     extras.push_back(std::move(extra));
   }
+  const auto ids = id_map(state_dict);
   std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state;
   {
     NoGradGuard no_grad;
     for (const auto& [index, saved] : state_dict.state) {
-      auto it = id_map.find(index);
-      TANDEM_CHECK(it != id_map.end(), KeyError, name(), ".load_state_dict: the state dict has state for parameter ",
-                   index, ", which none of its parameter groups lists");
-      const auto& [param, number] = it->second;
+      const auto& [param, number] = ids.at(index);
       OrderedDict<std::string, Tensor> moved;
       for (const auto& item : saved) {
         const Tensor& value = item.second;
-        TANDEM_CHECK(value.defined(), ValueError, name(), ".load_state_dict: state '", item.first, "' of parameter ",
-                     index, " is an undefined tensor");
         Tensor copy;
         if (item.first == "step") {
           copy = value.clone();

@@ -181,13 +181,24 @@ class Optimizer {
   // match (ValueError in PyTorch's words); each group takes the saved
   // options and extra values; each state tensor is copied onto its
   // parameter's device, floating ones also to its dtype ("step" stays as
-  // saved: PyTorch's _process_value_according_to_param_policy).
+  // saved: PyTorch's _process_value_according_to_param_policy). It runs
+  // check_state_dict first, so a state dict it refuses changes nothing.
   void load_state_dict(const OptimizerStateDict& state_dict);
+  // Every check load_state_dict makes, with its errors, changing nothing
+  // and copying nothing: the group count and sizes (ValueError), each
+  // group's option keys and each parameter's state keys (KeyError), the
+  // state tensors' shapes (ShapeError) and dtypes (DtypeError: a floating
+  // parameter's state is floating, "step" excepted), undefined ones
+  // (ValueError). For loading several objects all or nothing (a checkpoint).
+  void check_state_dict(const OptimizerStateDict& state_dict) const;
 
  protected:
-  // The state of `param` made from a state dict entry (already on the
-  // parameter's device and dtype); index is the parameter's number, for
+  // The checks of one parameter's saved state (its keys, shapes, "step"),
+  // throwing load_state_dict's errors; index is the parameter's number, for
   // messages.
+  virtual void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const = 0;
+  // The state of `param` made from a state dict entry that check_state
+  // accepted (already on the parameter's device and dtype).
   virtual std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved,
                                                           const Tensor& param, int64_t index) const = 0;
   // Runs the closure, if any, with grad mode on.
@@ -196,6 +207,11 @@ class Optimizer {
   std::vector<OptimizerParamGroup> param_groups_;
   std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state_;
   std::unique_ptr<OptimizerOptions> defaults_;
+
+ private:
+  // Saved index -> this optimizer's parameter and its number, group by group
+  // in order (PyTorch's id_map), for a state dict whose group sizes match.
+  std::map<int64_t, std::pair<Tensor, int64_t>> id_map(const OptimizerStateDict& state_dict) const;
 };
 
 namespace detail {
@@ -235,9 +251,9 @@ void finish_bucket(UpdateBucket& bucket);
 // does not have, listing the keys it has.
 [[noreturn]] void throw_unknown_option(const char* options, const std::string& key,
                                        const OrderedDict<std::string, double>& known);
-// For make_state: the saved state tensor `key` of parameter `index`, which
-// must have the parameter's shape (all but "step"). KeyError when it is
-// missing, or when `saved` has a key outside `allowed`.
+// For check_state and make_state: the saved state tensor `key` of parameter
+// `index`, which must have the parameter's shape (all but "step"). KeyError
+// when it is missing, or when `saved` has a key outside `allowed`.
 Tensor saved_state(const OrderedDict<std::string, Tensor>& saved, const char* optimizer, const char* key,
                    const Tensor& param, int64_t index);
 void check_state_keys(const OrderedDict<std::string, Tensor>& saved, const char* optimizer,

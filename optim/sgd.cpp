@@ -111,12 +111,15 @@ Tensor SGD::step(LossClosure closure) {
   return loss;
 }
 
-std::unique_ptr<OptimizerParamState> SGD::make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
-                                                     int64_t index) const {
+void SGD::check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const {
   detail::check_state_keys(saved, name(), {"momentum_buffer"}, index);
+  if (saved.contains("momentum_buffer")) detail::saved_state(saved, name(), "momentum_buffer", param, index);
+}
+
+std::unique_ptr<OptimizerParamState> SGD::make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor&,
+                                                     int64_t) const {
   auto state = std::make_unique<SGDParamState>();
-  if (saved.contains("momentum_buffer"))
-    state->momentum_buffer(detail::saved_state(saved, name(), "momentum_buffer", param, index));
+  if (const Tensor* buffer = saved.find("momentum_buffer")) state->momentum_buffer(*buffer);
   return state;
 }
 

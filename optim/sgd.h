@@ -51,6 +51,7 @@ class SGD : public Optimizer {
   Tensor step(LossClosure closure = nullptr) override;
 
  protected:
+  void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const override;
   std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
                                                   int64_t index) const override;
 };

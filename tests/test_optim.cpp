@@ -696,62 +696,112 @@ TEST_CASE("options by key", "[optim][errors]") {
   REQUIRE_THROWS_WITH(optim::AdamWOptions().set("nesterov", 1), Contains("AdamWOptions has no option 'nesterov'"));
 }
 
-TEST_CASE("load_state_dict checks what it loads, and changes nothing when it refuses", "[optim][errors]") {
+namespace {
+
+// check_state_dict refuses sd with load_state_dict's error, and so does
+// load_state_dict.
+template <typename E>
+void check_refused(optim::Optimizer& opt, const optim::OptimizerStateDict& sd, const std::string& message) {
+  INFO(message);
+  REQUIRE_THROWS_AS(opt.check_state_dict(sd), E);
+  REQUIRE_THROWS_AS(opt.load_state_dict(sd), E);
+  REQUIRE_THROWS_WITH(opt.check_state_dict(sd), Contains(message));
+  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains(message));
+}
+
+}  // namespace
+
+TEST_CASE("load_state_dict and check_state_dict check what it loads, and change nothing when they refuse",
+          "[optim][errors]") {
   Tensor a = zeros({2}).requires_grad_(), b = zeros({3}).requires_grad_();
   optim::Adam opt({a, b}, optim::AdamOptions(0.1));
   a.mutable_grad() = ones({2});
   b.mutable_grad() = ones({3});
   opt.step();
   const optim::OptimizerStateDict good = opt.state_dict();
+  const Tensor exp_avg = good.state.at(1)["exp_avg"].clone();
 
   optim::OptimizerStateDict sd = good;
   sd.param_groups.push_back(sd.param_groups[0]);
-  REQUIRE_THROWS_AS(opt.load_state_dict(sd), ValueError);
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd),
-                      Contains("loaded state dict has a different number of parameter groups"));
+  check_refused<ValueError>(opt, sd,
+                            "loaded state dict has a different number of parameter groups (2 saved, 1 in "
+                            "this Adam)");
   sd = good;
   sd.param_groups[0].params.pop_back();
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("loaded state dict contains a parameter group that doesn't "
-                                                        "match the size of optimizer's group"));
+  check_refused<ValueError>(opt, sd,
+                            "loaded state dict contains a parameter group that doesn't match the size of "
+                            "optimizer's group (group 0: 1 parameters saved, 2 here)");
   sd = good;
   sd.param_groups[0].options.erase("eps");
-  REQUIRE_THROWS_AS(opt.load_state_dict(sd), KeyError);
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: parameter group 0 of the state dict "
-                                                        "has no 'eps'"));
+  check_refused<KeyError>(opt, sd, "Adam.load_state_dict: parameter group 0 of the state dict has no 'eps'");
   sd = good;
   sd.state.at(1).erase("exp_avg_sq");
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: the state of parameter 1 has no "
-                                                        "'exp_avg_sq'"));
+  check_refused<KeyError>(opt, sd, "Adam.load_state_dict: the state of parameter 1 has no 'exp_avg_sq'");
   sd = good;
   sd.state.at(1).insert("momentum_buffer", zeros({3}));
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("Adam.load_state_dict: unknown state 'momentum_buffer' of "
-                                                        "parameter 1"));
+  check_refused<KeyError>(opt, sd, "Adam.load_state_dict: unknown state 'momentum_buffer' of parameter 1");
   sd = good;
   sd.state.at(1).insert_or_assign("exp_avg", zeros({2}));
-  REQUIRE_THROWS_AS(opt.load_state_dict(sd), ShapeError);
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'exp_avg' of parameter 1 has shape [2] but the "
-                                                        "parameter has shape [3]"));
+  check_refused<ShapeError>(opt, sd, "state 'exp_avg' of parameter 1 has shape [2] but the parameter has shape [3]");
   sd = good;
   sd.state.at(1).insert_or_assign("step", zeros({2}));
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'step' of parameter 1 has 2 elements"));
+  check_refused<ShapeError>(opt, sd, "state 'step' of parameter 1 has 2 elements");
   sd = good;
   sd.state.at(1).insert_or_assign("exp_avg", Tensor());
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("state 'exp_avg' of parameter 1 is an undefined tensor"));
+  check_refused<ValueError>(opt, sd, "state 'exp_avg' of parameter 1 is an undefined tensor");
+  sd = good;
+  sd.state.at(1).insert_or_assign("exp_avg_sq", zeros({3}, kInt64));
+  check_refused<DtypeError>(opt, sd,
+                            "Adam.load_state_dict: state 'exp_avg_sq' of parameter 1 is int64 but the "
+                            "parameter is float32; optimizer state is floating point");
+  sd = good;
+  sd.state.at(1).insert_or_assign("step", ones({}, kInt64));  // "step" keeps any dtype, as PyTorch's
+  opt.check_state_dict(sd);
   sd = good;
   sd.state.emplace(7, sd.state.at(0));
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sd), Contains("the state dict has state for parameter 7, which none of its "
-                                                        "parameter groups lists"));
+  check_refused<KeyError>(opt, sd,
+                          "the state dict has state for parameter 7, which none of its parameter groups "
+                          "lists");
   sd = good;
   sd.param_groups[0].options.insert_or_assign("lr", 0.5);
   sd.param_groups[0].options.insert_or_assign("momentum", 0.9);  // unknown to Adam: kept as an extra value
   sd.state.emplace(9, sd.state.at(0));                           // and a refusal after it
-  REQUIRE_THROWS_AS(opt.load_state_dict(sd), KeyError);
+  check_refused<KeyError>(opt, sd, "state for parameter 9");
   CHECK(opt.param_groups()[0].options().get_lr() == 0.1);  // unchanged
   CHECK_FALSE(opt.param_groups()[0].extra().contains("momentum"));
   // An SGD state dict for an Adam optimizer.
   optim::SGD sgd({zeros({2}).requires_grad_(), zeros({3}).requires_grad_()}, optim::SGDOptions(0.1));
-  REQUIRE_THROWS_WITH(opt.load_state_dict(sgd.state_dict()),
-                      Contains("parameter group 0 of the state dict has no "
-                               "'beta1' (was it saved from another optimizer?)"));
+  check_refused<KeyError>(opt, sgd.state_dict(),
+                          "parameter group 0 of the state dict has no 'beta1' (was it saved "
+                          "from another optimizer?)");
+  // And an Adam state for SGD: its keys, then its shapes.
+  sd = good;
+  sd.param_groups[0].options = sgd.state_dict().param_groups[0].options;
+  check_refused<KeyError>(sgd, sd,
+                          "SGD.load_state_dict: unknown state 'step' of parameter 0 (SGD keeps "
+                          "'momentum_buffer'");
+  sd.state.clear();
+  sd.state[1].insert("momentum_buffer", zeros({4}));
+  check_refused<ShapeError>(sgd, sd,
+                            "SGD.load_state_dict: state 'momentum_buffer' of parameter 1 has shape [4] but "
+                            "the parameter has shape [3]");
+
+  // Nothing changed: the state is the first step's, the options are.
+  const optim::OptimizerStateDict after = opt.state_dict();
+  check_equal(after.state.at(1)["exp_avg"], exp_avg);
+  CHECK(after.state.at(1)["step"].item<double>() == 1);
+  CHECK(after.param_groups[0].options.keys() == good.param_groups[0].options.keys());
+  CHECK(opt.param_groups()[0].options().get_lr() == 0.1);
+  // A state dict that would change everything: check_state_dict accepts it
+  // and still changes nothing; load_state_dict takes it.
+  sd = good;
+  sd.param_groups[0].options.insert_or_assign("lr", 0.25);
+  sd.state.at(1).insert_or_assign("exp_avg", full({3}, 7.0));
+  opt.check_state_dict(sd);
+  CHECK(opt.param_groups()[0].options().get_lr() == 0.1);
+  check_equal(opt.state_dict().state.at(1)["exp_avg"], exp_avg);
+  opt.load_state_dict(sd);
+  CHECK(opt.param_groups()[0].options().get_lr() == 0.25);
+  check_values(opt.state_dict().state.at(1)["exp_avg"], {7, 7, 7});
   opt.load_state_dict(good);
 }

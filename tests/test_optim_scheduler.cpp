@@ -186,6 +186,7 @@ struct Plain : public optim::Optimizer {
   Tensor step(LossClosure) override { return {}; }
 
  protected:
+  void check_state(const OrderedDict<std::string, Tensor>&, const Tensor&, int64_t) const override {}
   std::unique_ptr<optim::OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>&, const Tensor&,
                                                          int64_t) const override {
     return nullptr;
@@ -240,27 +241,73 @@ TEST_CASE("scheduler errors", "[scheduler][errors]") {
   value_error([&] { cycle.step(); }, "Tried to step 5 times. The specified number of total steps is 3");
   CHECK(cycle.last_epoch() == 3);  // the refused step changed nothing
 
-  // Loading a state that does not fit.
+  // Loading a state that does not fit: check_state_dict refuses it with
+  // load_state_dict's error, and neither changes anything.
   optim::StepLR step_lr(opt, 2);
+  auto refused = [](optim::LRScheduler& sched, const optim::LRSchedulerState& state, const std::string& message,
+                    bool key_error) {
+    INFO(message);
+    const optim::LRSchedulerState before = sched.state_dict();
+    if (key_error) {
+      REQUIRE_THROWS_AS(sched.check_state_dict(state), KeyError);
+      REQUIRE_THROWS_AS(sched.load_state_dict(state), KeyError);
+    } else {
+      REQUIRE_THROWS_AS(sched.check_state_dict(state), ValueError);
+      REQUIRE_THROWS_AS(sched.load_state_dict(state), ValueError);
+    }
+    REQUIRE_THROWS_WITH(sched.check_state_dict(state), Contains(message));
+    REQUIRE_THROWS_WITH(sched.load_state_dict(state), Contains(message));
+    const optim::LRSchedulerState after = sched.state_dict();
+    CHECK(after.values.keys() == before.values.keys());
+    for (const auto& item : before.values) CHECK(after.values[item.first] == item.second);
+    for (const auto& item : before.lists) CHECK(after.lists[item.first] == item.second);
+  };
   optim::LRSchedulerState state = step_lr.state_dict();
   state.values.erase("gamma");
-  REQUIRE_THROWS_AS(step_lr.load_state_dict(state), KeyError);
-  REQUIRE_THROWS_WITH(step_lr.load_state_dict(state), Contains("StepLR.load_state_dict: the state has no 'gamma'"));
+  refused(step_lr, state, "StepLR.load_state_dict: the state has no 'gamma'", true);
+  state = step_lr.state_dict();
+  state.values.erase("_step_count");
+  refused(step_lr, state, "StepLR.load_state_dict: the state has no '_step_count'", true);
   state = step_lr.state_dict();
   state.lists.erase("base_lrs");
-  REQUIRE_THROWS_WITH(step_lr.load_state_dict(state), Contains("StepLR.load_state_dict: the state has no list "
-                                                               "'base_lrs'"));
+  refused(step_lr, state, "StepLR.load_state_dict: the state has no list 'base_lrs'", true);
   state = step_lr.state_dict();
   state.lists["base_lrs"].push_back(0.5);
-  REQUIRE_THROWS_AS(step_lr.load_state_dict(state), ValueError);
-  REQUIRE_THROWS_WITH(step_lr.load_state_dict(state), Contains("the state has 2 base_lrs and 1 _last_lr, but the "
-                                                               "optimizer has 1 parameter groups"));
+  refused(step_lr, state, "the state has 2 base_lrs and 1 _last_lr, but the optimizer has 1 parameter groups", false);
   state = step_lr.state_dict();
   state.values["step_size"] = 0;
-  REQUIRE_THROWS_WITH(step_lr.load_state_dict(state), Contains("StepLR.load_state_dict: step_size must be positive"));
+  state.values["last_epoch"] = 5;
+  refused(step_lr, state, "StepLR.load_state_dict: step_size must be positive, got 0", false);
   state = cycle.state_dict();
   state.lists["phase_end_steps"].push_back(1);
-  REQUIRE_THROWS_WITH(cycle.load_state_dict(state), Contains("OneCycleLR.load_state_dict: 3 phase_end_steps for 2 "
-                                                             "phases"));
-  REQUIRE_THROWS_AS(cycle.load_state_dict(step_lr.state_dict()), KeyError);  // another scheduler's state
+  refused(cycle, state, "OneCycleLR.load_state_dict: 3 phase_end_steps for 2 phases", false);
+  refused(cycle, step_lr.state_dict(), "OneCycleLR.load_state_dict: the state has no 'total_steps'",
+          true);  // another scheduler's state
+  optim::CosineAnnealingLR cosine(opt, 10);
+  state = cosine.state_dict();
+  state.values["T_max"] = -3;
+  refused(cosine, state, "CosineAnnealingLR.load_state_dict: T_max must be positive, got -3", false);
+  state = cosine.state_dict();
+  state.values.erase("eta_min");
+  refused(cosine, state, "CosineAnnealingLR.load_state_dict: the state has no 'eta_min'", true);
+  optim::MultiStepLR multi(opt, {2, 4});
+  state = multi.state_dict();
+  state.lists.erase("milestones");
+  refused(multi, state, "MultiStepLR.load_state_dict: the state has no list 'milestones'", true);
+  optim::LinearLR linear(opt);
+  state = linear.state_dict();
+  state.values.erase("total_iters");
+  refused(linear, state, "LinearLR.load_state_dict: the state has no 'total_iters'", true);
+
+  // A state that fits: check_state_dict changes nothing, load_state_dict
+  // takes it.
+  state = step_lr.state_dict();
+  state.values["gamma"] = 0.5;
+  state.values["last_epoch"] = 7;
+  step_lr.check_state_dict(state);
+  CHECK(step_lr.last_epoch() == 0);
+  CHECK(step_lr.state_dict().values["gamma"] == 0.1);
+  step_lr.load_state_dict(state);
+  CHECK(step_lr.last_epoch() == 7);
+  CHECK(step_lr.state_dict().values["gamma"] == 0.5);
 }
