@@ -44,22 +44,7 @@ OrderedDict<std::string, double> AdamOptions::to_dict() const {
 }
 
 void AdamOptions::set(const std::string& key, double value) {
-  if (key == "lr")
-    lr(value);
-  else if (key == "beta1")
-    std::get<0>(betas()) = value;
-  else if (key == "beta2")
-    std::get<1>(betas()) = value;
-  else if (key == "eps")
-    eps(value);
-  else if (key == "weight_decay")
-    weight_decay(value);
-  else if (key == "amsgrad")
-    amsgrad(value != 0);
-  else if (key == "maximize")
-    maximize(value != 0);
-  else
-    detail::throw_unknown_option("AdamOptions", key, to_dict());
+  detail::set_adam_option(*this, "AdamOptions", key, value);
 }
 
 void AdamOptions::validate() const { detail::validate_adam_options(lr(), betas(), eps(), weight_decay()); }

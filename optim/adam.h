@@ -70,6 +70,28 @@ OrderedDict<std::string, double> adam_options_dict(double lr, const std::tuple<d
                                                    double weight_decay, bool amsgrad, bool maximize);
 void validate_adam_options(double lr, const std::tuple<double, double>& betas, double eps, double weight_decay);
 
+// OptimizerOptions::set of AdamOptions and AdamWOptions (`type` names it in
+// the KeyError).
+template <typename Options>
+void set_adam_option(Options& o, const char* type, const std::string& key, double value) {
+  if (key == "lr")
+    o.lr(value);
+  else if (key == "beta1")
+    std::get<0>(o.betas()) = value;
+  else if (key == "beta2")
+    std::get<1>(o.betas()) = value;
+  else if (key == "eps")
+    o.eps(value);
+  else if (key == "weight_decay")
+    o.weight_decay(value);
+  else if (key == "amsgrad")
+    o.amsgrad(value != 0);
+  else if (key == "maximize")
+    o.maximize(value != 0);
+  else
+    throw_unknown_option(type, key, o.to_dict());
+}
+
 }  // namespace detail
 
 class Adam : public detail::AdamFamily {

@@ -11,22 +11,7 @@ OrderedDict<std::string, double> AdamWOptions::to_dict() const {
 }
 
 void AdamWOptions::set(const std::string& key, double value) {
-  if (key == "lr")
-    lr(value);
-  else if (key == "beta1")
-    std::get<0>(betas()) = value;
-  else if (key == "beta2")
-    std::get<1>(betas()) = value;
-  else if (key == "eps")
-    eps(value);
-  else if (key == "weight_decay")
-    weight_decay(value);
-  else if (key == "amsgrad")
-    amsgrad(value != 0);
-  else if (key == "maximize")
-    maximize(value != 0);
-  else
-    detail::throw_unknown_option("AdamWOptions", key, to_dict());
+  detail::set_adam_option(*this, "AdamWOptions", key, value);
 }
 
 void AdamWOptions::validate() const { detail::validate_adam_options(lr(), betas(), eps(), weight_decay()); }
