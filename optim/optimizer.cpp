@@ -237,27 +237,19 @@ namespace {
 
 std::string param_name(int64_t index) { return tandem::detail::str_cat("parameter ", index); }
 
-// check_same_device's message with the fix for optimizer state in place of
-// its general one.
+// check_same_device's DeviceError with the fix for optimizer state.
 [[noreturn]] void throw_stale_state(const char* optimizer, int64_t index, const Tensor& param, const char* state,
                                     const Tensor& value) {
   const std::string op = tandem::detail::str_cat(optimizer, ".step()");
   const std::string param_label = param_name(index);
   const std::string state_label = tandem::detail::str_cat(state, " of ", param_label);
-  std::string message;
-  try {
-    check_same_device(op.c_str(), {{param_label.c_str(), param}, {state_label.c_str(), value}});
-  } catch (const DeviceError& e) {
-    message = e.what();
-  }
-  TANDEM_INTERNAL_ASSERT(!message.empty(), "the devices differ");
-  if (auto cut = message.find("Tandem never moves tensors"); cut != std::string::npos) message.resize(cut);
-  throw DeviceError(tandem::detail::str_cat(
-      message, "The optimizer state '", state, "' of ", param_label, " was made on ", value.device().str(),
+  const std::string fix = tandem::detail::str_cat(
+      "The optimizer state '", state, "' of ", param_label, " was made on ", value.device().str(),
       " by an earlier step, and the parameter has moved since (Module::to() moves parameters, not optimizer state, "
-      "as in PyTorch). Tandem never moves ",
-      "tensors between devices by itself. Move the model before building the optimizer, or move the state to the ",
-      "parameters with optimizer.load_state_dict(optimizer.state_dict())."));
+      "as in PyTorch). Tandem never moves tensors between devices by itself. Move the model before building the "
+      "optimizer, or move the state to the parameters with optimizer.load_state_dict(optimizer.state_dict()).");
+  check_same_device(op.c_str(), {{param_label.c_str(), param}, {state_label.c_str(), value}}, fix);
+  TANDEM_INTERNAL_ASSERT(false, "throw_stale_state: the devices differ");
 }
 
 }  // namespace

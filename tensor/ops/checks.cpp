@@ -13,27 +13,31 @@ void check_defined(const char* op, std::initializer_list<NamedTensor> args) {
 
 namespace {
 [[noreturn]] void throw_mismatch(const char* op, const std::string& first_name, const Tensor& first,
-                                 const std::string& bad_name, const Tensor& bad) {
+                                 const std::string& bad_name, const Tensor& bad, std::string_view fix = {}) {
   std::string d0 = first.device().str(), d1 = bad.device().str();
-  throw DeviceError(detail::str_cat(
+  std::string message = detail::str_cat(
       "Expected all tensors to be on the same device, but found at least two devices, ", d0, " and ", d1,
       "! (when checking argument '", bad_name, "' of ", op, ")\n", "  ", first_name, " is on ", d0, ": ",
-      first.origin().describe(), "\n", "  ", bad_name, " is on ", d1, ": ", bad.origin().describe(), "\n",
-      "Tandem never moves tensors between devices by itself. Move one of them first, e.g. ", bad_name, " = ", bad_name,
-      ".to(", first_name,
-      ".device()), or create both on the same device (for a model, "
-      "call model->to(device) and move each batch with .to(device))."));
+      first.origin().describe(), "\n", "  ", bad_name, " is on ", d1, ": ", bad.origin().describe(), "\n");
+  if (!fix.empty())
+    message += fix;
+  else
+    message += detail::str_cat("Tandem never moves tensors between devices by itself. Move one of them first, e.g. ",
+                               bad_name, " = ", bad_name, ".to(", first_name,
+                               ".device()), or create both on the same device (for a model, "
+                               "call model->to(device) and move each batch with .to(device)).");
+  throw DeviceError(message);
 }
 }  // namespace
 
-void check_same_device(const char* op, std::initializer_list<NamedTensor> args) {
+void check_same_device(const char* op, std::initializer_list<NamedTensor> args, std::string_view fix) {
   const NamedTensor* first = nullptr;
   for (const auto& a : args) {
     if (!a.tensor.defined()) continue;
     if (first == nullptr) {
       first = &a;
     } else if (a.tensor.device() != first->tensor.device()) {
-      throw_mismatch(op, first->name, first->tensor, a.name, a.tensor);
+      throw_mismatch(op, first->name, first->tensor, a.name, a.tensor, fix);
     }
   }
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <initializer_list>
+#include <string_view>
+#include <vector>
 
 #include "tensor/core/tensor.h"
 
@@ -19,8 +21,10 @@ void check_defined(const char* op, std::initializer_list<NamedTensor> args);
 // Throws DeviceError unless all args are on one device. The message starts
 // exactly as PyTorch's ("Expected all tensors to be on the same device, but
 // found at least two devices, cuda:0 and cpu!"), then names the op and the
-// arguments, where each was made or moved, and the fix.
-void check_same_device(const char* op, std::initializer_list<NamedTensor> args);
+// arguments, where each was made or moved, and the fix: the general advice
+// (move one of them with .to()), or `fix` when the caller knows a better one
+// (a caller on a hot path builds it only once it knows the devices differ).
+void check_same_device(const char* op, std::initializer_list<NamedTensor> args, std::string_view fix = {});
 void check_same_device(const char* op, const char* list_name, const std::vector<Tensor>& tensors);
 
 // Both checks, for ops with two or more tensor arguments.
