@@ -11,6 +11,7 @@
 
 #include "helpers.h"
 #include "optim_reference.h"
+#include "tensor/ops/foreach.h"
 
 using namespace tandem;
 using Catch::Contains;
@@ -484,6 +485,8 @@ DEVICE_TEST_CASE("a step after the parameters moved finds the old state: DeviceE
             Contains(state + " of parameter 1 is on " + device.str() + ": " + which + "'s state, made by step()") &&
             Contains("Module::to() moves parameters, not optimizer state") &&
             Contains("optimizer.load_state_dict(optimizer.state_dict())"));
+    // The optimizer's fix in place of check_same_device's general one.
+    REQUIRE_THROWS_WITH(opt->step(), !Contains("Move one of them first"));
     // Nothing was updated, nothing moved.
     check_equal(a, a_before);
     const optim::OptimizerStateDict stale = opt->state_dict();
@@ -602,6 +605,200 @@ DEVICE_TEST_CASE("clip_grad_norm_ refuses a non-finite norm when asked", "[optim
   }
   REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(std::vector<Tensor>{Tensor()}, 1.0),
                       Contains("clip_grad_norm_: a parameter is an undefined tensor"));
+  Tensor n = zeros({2}, TensorOptions(kFloat32).device(device)).requires_grad_();
+  n.mutable_grad() = zeros({2}, TensorOptions(kInt64).device(device));
+  REQUIRE_THROWS_AS(nn::utils::clip_grad_norm_(n, 1.0), DtypeError);
+  REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(n, 1.0),
+                      Contains("clip_grad_norm_: a gradient is int64; gradients are floating point"));
+}
+
+DEVICE_TEST_CASE("clip_grad_norm_ counts and scales a parameter listed twice once", "[optim][clip]") {
+  // A tied weight (an embedding and the output layer sharing it) appears
+  // twice in a list built by hand: its gradient is one tensor, counted once
+  // in the norm and scaled once (not by coef^2).
+  for (double norm_type : {2.0, 1.0, std::numeric_limits<double>::infinity()}) {
+    INFO("norm_type " << norm_type);
+    Tensor w = zeros({2, 2}, TensorOptions(kFloat64).device(device)).requires_grad_();
+    Tensor b = zeros({2}, TensorOptions(kFloat64).device(device)).requires_grad_();
+    w.mutable_grad() = test::make({3, -4, 12, 0}, {2, 2}, kFloat64, device);
+    b.mutable_grad() = test::make({0, 84}, {2}, kFloat64, device);
+    Tensor w1 = w.detach().clone().requires_grad_(), b1 = b.detach().clone().requires_grad_();
+    w1.mutable_grad() = w.grad().clone();
+    b1.mutable_grad() = b.grad().clone();
+    const Tensor tied = nn::utils::clip_grad_norm_(std::vector<Tensor>{w, b, w, Tensor(w)}, 1.0, norm_type);
+    const Tensor once = nn::utils::clip_grad_norm_(std::vector<Tensor>{w1, b1}, 1.0, norm_type);
+    check_equal(tied, once);
+    check_equal(w.grad(), w1.grad());
+    check_equal(b.grad(), b1.grad());
+  }
+  // By hand for the 2-norm: sqrt(9 + 16 + 144 + 84^2) = 85.
+  Tensor w = zeros({2, 2}, TensorOptions(kFloat64).device(device)).requires_grad_();
+  Tensor b = zeros({2}, TensorOptions(kFloat64).device(device)).requires_grad_();
+  w.mutable_grad() = test::make({3, -4, 12, 0}, {2, 2}, kFloat64, device);
+  b.mutable_grad() = test::make({0, 84}, {2}, kFloat64, device);
+  CHECK(nn::utils::clip_grad_norm_(std::vector<Tensor>{w, b, w}, 8.5).item<double>() == 85);
+  const double coef = 8.5 / (85 + 1e-6);
+  check_close(w.grad(), test::make({3 * coef, -4 * coef, 12 * coef, 0}, {2, 2}, kFloat64));
+}
+
+DEVICE_TEST_CASE("clip_grad_norm_ refuses an empty gradient for the orders without an identity", "[optim][clip]") {
+  // torch.linalg.vector_norm's (and _foreach_norm's) refusal; before this
+  // check a GPU gave 0 for the -inf norm of an empty gradient, the cpu inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double norm_type : {-inf, inf, -1.0}) {
+    INFO("norm_type " << norm_type);
+    Tensor p = zeros({3}, TensorOptions(kFloat32).device(device)).requires_grad_();
+    p.mutable_grad() = test::make({1, -2, 3}, {3}, kFloat32, device);
+    Tensor e = zeros({0}, TensorOptions(kFloat32).device(device)).requires_grad_();
+    e.mutable_grad() = zeros({0}, TensorOptions(kFloat32).device(device));
+    const std::vector<Tensor> params = {p, e};
+    REQUIRE_THROWS_AS(nn::utils::clip_grad_norm_(params, 0.5, norm_type), ValueError);
+    const std::string order = norm_type == -inf ? "-inf" : norm_type == inf ? "inf" : "-1";
+    REQUIRE_THROWS_WITH(nn::utils::clip_grad_norm_(params, 0.5, norm_type),
+                        Contains("linalg.vector_norm cannot compute the " + order +
+                                 " norm on an empty tensor because the operation does not have an identity "
+                                 "(tensors[1] has shape [0])"));
+    check_values(p.grad(), {1, -2, 3});  // nothing scaled
+  }
+  // The orders with one give 0 for it.
+  for (double norm_type : {2.0, 1.0, 0.0, 0.5}) {
+    Tensor e = zeros({0}, TensorOptions(kFloat32).device(device)).requires_grad_();
+    e.mutable_grad() = zeros({0}, TensorOptions(kFloat32).device(device));
+    CHECK(nn::utils::clip_grad_norm_(e, 1.0, norm_type).item<double>() == 0);
+  }
+}
+
+// ---------------------------------------------------------------- foreach ops
+
+DEVICE_TEST_CASE("foreach_norm and foreach_mul_ match the per-tensor ops", "[optim][foreach]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (Dtype dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    INFO(dtype);
+    // Contiguous, transposed, sliced and one-element tensors.
+    std::vector<Tensor> tensors = {
+        test::make({0.5, -1.5, 2.25, -3, 0.75, 4}, {2, 3}, dtype, device),
+        test::make({1, -2, 3, -4, 5, -6}, {2, 3}, dtype, device).t(),
+        test::make({9, 1, -7, 2, 5, -3, 8}, {7}, dtype, device).narrow(0, 1, 5),
+        test::make({-2.5}, {1}, dtype, device),
+        test::make({1, 2, 3, 4, 5, 6, 7, 8}, {8}, dtype, device).slice(0, 0, 8, 3),
+    };
+    REQUIRE_FALSE(tensors[1].is_contiguous());
+    REQUIRE_FALSE(tensors[4].is_contiguous());
+    for (double p : {2.0, 1.0, 0.0, inf, -inf, 3.0, 0.5, -2.0}) {
+      INFO("p " << p);
+      const Tensor norms = detail::foreach_norm(tensors, p);
+      CHECK(norms.sizes() == Shape{5});
+      CHECK(norms.dtype() == dtype);
+      CHECK(norms.device() == device);
+      CHECK(norms.is_contiguous());
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        INFO("tensor " << i);
+        // Both fold in float64 and round once; their summation orders differ.
+        check_close(norms.select(0, static_cast<int64_t>(i)), tensors[i].norm(p),
+                    dtype == kFloat64 ? test::Tolerance{1e-14, 1e-15} : test::Tolerance{1e-6, 1e-7});
+      }
+    }
+    std::vector<Tensor> expected;
+    std::vector<uint64_t> versions;
+    for (const Tensor& t : tensors) {
+      expected.push_back(t.mul(test::make({-0.75}, {}, dtype, device)));
+      versions.push_back(t._version());
+    }
+    // The scale in another dtype and shape, converted.
+    detail::foreach_mul_(tensors, test::make({-0.75}, {1, 1}, kFloat64, device));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      INFO("tensor " << i);
+      check_equal(tensors[i], expected[i]);
+      CHECK(tensors[i]._version() > versions[i]);
+    }
+  }
+  // A tensor listed twice is scaled twice, as PyTorch's _foreach_mul_ does.
+  Tensor t = test::make({1, 2}, {2}, kFloat32, device);
+  detail::foreach_mul_({t, t}, test::make({3}, {}, kFloat32, device));
+  check_values(t, {9, 18});
+  // A scale that is an element of a scaled tensor is read before any write.
+  Tensor u = test::make({2, 5, 7}, {3}, kFloat32, device);
+  detail::foreach_mul_({u}, u.narrow(0, 0, 1));
+  check_values(u, {4, 10, 14});
+}
+
+DEVICE_TEST_CASE("foreach ops check their lists", "[optim][foreach][errors]") {
+  const Tensor a = test::make({1, 2}, {2}, kFloat32, device);
+  const Tensor two = test::make({2}, {}, kFloat32, device);
+  auto refuses = [&](auto run, const std::string& message) {
+    INFO(message);
+    REQUIRE_THROWS_WITH(run(), Contains(message));
+  };
+  for (const char* op : {"foreach_norm", "foreach_mul_"}) {
+    const bool norm = std::string(op) == "foreach_norm";
+    auto call = [&](const std::vector<Tensor>& tensors) {
+      return [&, tensors] {
+        if (norm)
+          detail::foreach_norm(tensors, 2.0);
+        else
+          detail::foreach_mul_(tensors, two);
+      };
+    };
+    const std::string name(op);
+    REQUIRE_THROWS_AS(call({})(), ValueError);
+    refuses(call({}), name + ": expected a non-empty list of tensors");
+    refuses(call({a, Tensor()}), name + ": tensors[1] is an undefined tensor");
+    REQUIRE_THROWS_AS(call({zeros({2}, kInt64)})(), DtypeError);
+    refuses(call({zeros({2}, kInt64)}), name +
+                                            ": expected floating point tensors (float32, float64, float16, "
+                                            "bfloat16), but tensors[0] is int64");
+    REQUIRE_THROWS_AS(call({a, a.to(kFloat64)})(), DtypeError);
+    refuses(call({a, a, a.to(kFloat64)}), name +
+                                              ": expected one dtype, but tensors[0] is float32 and tensors[2] is "
+                                              "float64; group the tensors by dtype");
+    Tensor leaf = a.clone().requires_grad_();
+    REQUIRE_THROWS_AS(call({a, leaf})(), ValueError);
+    refuses(call({a, leaf}), name +
+                                 ": records no graph, but grad mode is on and tensors[1] requires grad; call it "
+                                 "inside a NoGradGuard");
+    {
+      NoGradGuard no_grad;
+      call({a.clone(), leaf})();
+    }
+    if (auto other = test::other_device(device)) {
+      REQUIRE_THROWS_AS(call({a, a.to(*other)})(), DeviceError);
+      refuses(call({a, a.to(*other)}),
+              "Expected all tensors to be on the same device, but found at least two "
+              "devices, " +
+                  device.str() + " and " + other->str() + "! (when checking argument 'tensors[1]' of " + name + ")");
+    }
+  }
+  // foreach_norm's order.
+  const double inf = std::numeric_limits<double>::infinity();
+  refuses([&] { detail::foreach_norm({a}, std::numeric_limits<double>::quiet_NaN()); },
+          "foreach_norm: the order p must be a number, got nan");
+  const Tensor e = zeros({2, 0}, TensorOptions(kFloat32).device(device));
+  REQUIRE_THROWS_AS(detail::foreach_norm({a, e}, -inf), ValueError);
+  refuses(
+      [&] {
+        detail::foreach_norm({a, e}, -inf);
+      },
+      "foreach_norm: linalg.vector_norm cannot compute the -inf norm on an empty tensor because the operation "
+      "does not have an identity (tensors[1] has shape [2, 0])");
+  refuses([&] { detail::foreach_norm({e}, inf); }, "cannot compute the inf norm on an empty tensor");
+  refuses([&] { detail::foreach_norm({e}, -0.5); }, "cannot compute the -0.5 norm on an empty tensor");
+  // foreach_mul_'s scale.
+  refuses([&] { detail::foreach_mul_({a}, Tensor()); }, "foreach_mul_: argument 'scale' is an undefined tensor");
+  REQUIRE_THROWS_AS(detail::foreach_mul_({a}, test::make({1, 2}, {2}, kFloat32, device)), ShapeError);
+  refuses(
+      [&] {
+        detail::foreach_mul_({a}, test::make({1, 2}, {2}, kFloat32, device));
+      },
+      "foreach_mul_: expected a one-element scale, but got shape [2]");
+  Tensor scale = two.clone().requires_grad_();
+  refuses([&] { detail::foreach_mul_({a.clone()}, scale); },
+          "foreach_mul_: records no graph, but grad mode is on and scale requires grad; call it inside a "
+          "NoGradGuard");
+  if (auto other = test::other_device(device)) {
+    REQUIRE_THROWS_AS(detail::foreach_mul_({a}, two.to(*other)), DeviceError);
+    refuses([&] { detail::foreach_mul_({a}, two.to(*other)); }, "(when checking argument 'scale' of foreach_mul_)");
+  }
+  check_values(a, {1, 2});  // every refusal before a write
 }
 
 // ---------------------------------------------------------------- errors

@@ -1,9 +1,10 @@
 // CPU kernels of the optimizers' multi-tensor ("foreach") updates and of the
-// per-tensor norms and scaling behind nn::utils::clip_grad_norm_. Each takes
-// lists of tensors of one device and one floating dtype (float32, float64,
-// float16, bfloat16), every tensor contiguous and the i-th tensor of every
-// list with as many elements as params[i]. The front ends (optim/optimizer.cpp,
-// nn/utils/clip_grad.cpp) check that; the kernels allocate nothing.
+// foreach ops' per-tensor norms and scaling (tensor/ops/foreach.h, behind
+// nn::utils::clip_grad_norm_). Each takes lists of tensors of one device and
+// one floating dtype (float32, float64, float16, bfloat16), every tensor
+// contiguous and the i-th tensor of every list with as many elements as
+// params[i]. The front ends (optim/optimizer.cpp, tensor/ops/foreach.cpp)
+// check that; the kernels allocate nothing.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,8 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
 
 // out[i] = ||tensors[i]||_p (p = 2, 1, 0, inf, -inf or any other order, as
 // tandem::norm), accumulated in float64. out: (n,) contiguous, of the tensors'
-// dtype.
+// dtype. An empty tensor takes the order's identity, projected; the front
+// end refuses the orders without one (inf, -inf, p < 0).
 void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& out);
 
 // tensors[i] *= scale, in the opmath type; scale: one element of the

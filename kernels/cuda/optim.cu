@@ -1,12 +1,13 @@
 // CUDA multi-tensor kernels: the optimizers' updates (SGD, Adam/AdamW) with
 // the CPU's functors (kernels/functors/optim.h), and the per-tensor norms and
-// scaling of clip_grad_norm_. PyTorch's multi_tensor_apply scheme: the host
-// packs the pointers, sizes and per-tensor scalars of up to kMaxTensors
-// tensors into one kernel argument (TensorList, passed as a __grid_constant__
-// parameter; CUDA 12.1 and newer take up to 32 KiB of them); the grid has one
-// block per kChunk-element chunk of any of those tensors, and a block finds
-// its tensor by binary search over the chunks' starts. So a step is one
-// launch per kMaxTensors tensors, whatever their sizes.
+// scaling of the foreach ops (tensor/ops/foreach.h). PyTorch's
+// multi_tensor_apply scheme: the host packs the pointers, sizes and
+// per-tensor scalars of up to kMaxTensors tensors into one kernel argument
+// (TensorList, passed as a __grid_constant__ parameter; CUDA 12.1 and newer
+// take up to 32 KiB of them); the grid has one block per kChunk-element chunk
+// of any of those tensors, and a block finds its tensor by binary search over
+// the chunks' starts. So a step is one launch per kMaxTensors tensors,
+// whatever their sizes.
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -369,8 +370,8 @@ void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& ou
   const int device = device_of(tensors);
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(out);
-  // Empty tensors have no chunk: their norm is 0 (every order's identity,
-  // projected, but -inf's, which torch refuses).
+  // Empty tensors have no chunk: their norm is 0, every order's identity
+  // projected (the front end refuses inf, -inf and p < 0 there, as torch).
   TANDEM_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), stream));
   const AnyNorm ops = AnyNorm::of(p);
   std::vector<int32_t> slot(tensors.size());

@@ -1,6 +1,6 @@
-// CUDA kernels of the optimizers' multi-tensor updates and of the per-tensor
-// norms and scaling behind nn::utils::clip_grad_norm_, with the contract of
-// kernels/cpu/optim.h (one device, one floating dtype, contiguous tensors).
+// CUDA kernels of the optimizers' multi-tensor updates and of the foreach
+// ops' per-tensor norms and scaling (tensor/ops/foreach.h), with the contract
+// of kernels/cpu/optim.h (one device, one floating dtype, contiguous tensors).
 // Each packs the pointers and sizes of many tensors into one kernel argument
 // and runs a block per 64K-element chunk of any of them, so a step costs one
 // launch per few hundred tensors, not one per tensor. They launch on the

@@ -1,0 +1,106 @@
+// The foreach ops' front ends: the list's checks (one device, one floating
+// dtype, no graph expected), contiguous operands, and the backend switch to
+// the multi-tensor kernels.
+#include "tensor/ops/foreach.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/optim.h"
+#include "kernels/cuda/optim.h"
+#include "tensor/core/grad_mode.h"
+#include "tensor/ops/checks.h"
+#include "tensor/ops/factory.h"
+#include "tensor/ops/runtime.h"
+#include "tensor/ops/shape_ops.h"
+
+namespace tandem::detail {
+
+namespace {
+
+// Not empty, every tensor defined, one device, one floating dtype, and no
+// tensor that would need a graph.
+void check_list(const char* op, const std::vector<Tensor>& tensors) {
+  TANDEM_CHECK(!tensors.empty(), ValueError, op, ": expected a non-empty list of tensors");
+  for (size_t i = 0; i < tensors.size(); ++i)
+    TANDEM_CHECK(tensors[i].defined(), ValueError, op, ": tensors[", i,
+                 "] is an undefined tensor (a default-constructed Tensor)");
+  check_same_device(op, "tensors", tensors);
+  const Dtype dtype = tensors[0].dtype();
+  TANDEM_CHECK(is_floating_point(dtype), DtypeError, op, ": expected floating point tensors (float32, float64, ",
+               "float16, bfloat16), but tensors[0] is ", dtype);
+  for (size_t i = 1; i < tensors.size(); ++i)
+    TANDEM_CHECK(tensors[i].dtype() == dtype, DtypeError, op, ": expected one dtype, but tensors[0] is ", dtype,
+                 " and tensors[", i, "] is ", tensors[i].dtype(), "; group the tensors by dtype (one call per dtype)");
+  if (!GradMode::is_enabled()) return;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    TANDEM_CHECK(!tensors[i].requires_grad(), ValueError, op, ": records no graph, but grad mode is on and tensors[", i,
+                 "] requires grad; call it inside a NoGradGuard");
+}
+
+}  // namespace
+
+Tensor foreach_norm(const std::vector<Tensor>& tensors, double p) {
+  const char* op = "foreach_norm";
+  check_list(op, tensors);
+  TANDEM_CHECK(!std::isnan(p), ValueError, op, ": the order p must be a number, got nan");
+  // As tandem::norm: the max, min and negative orders have no value for an
+  // empty tensor (the CUDA kernel would give 0, the CPU one the identity).
+  if (p < 0 || std::isinf(p))
+    for (size_t i = 0; i < tensors.size(); ++i)
+      TANDEM_CHECK(tensors[i].numel() > 0, ValueError, op, ": linalg.vector_norm cannot compute the ", p,
+                   " norm on an empty tensor because the operation does not have an identity (tensors[", i,
+                   "] has shape ", shape_str(tensors[i].sizes()), ")");
+  const Device device = tensors[0].device();
+  // The list as it is when every tensor is contiguous (no copy of hundreds
+  // of handles), else with contiguous copies in place of the others.
+  std::vector<Tensor> copies;
+  if (!std::all_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.is_contiguous(); })) {
+    copies.reserve(tensors.size());
+    for (const Tensor& t : tensors) copies.push_back(t.contiguous());
+  }
+  const std::vector<Tensor>& dense = copies.empty() ? tensors : copies;
+  Tensor out = make_result({static_cast<int64_t>(tensors.size())}, tensors[0].dtype(), device,
+                           Origin::computed(op, tensors[0].origin()));
+  switch (backend_of(device)) {
+    case Backend::CPU: cpu::foreach_norm(dense, p, out); break;
+    case Backend::CUDA: gpu::foreach_norm(dense, p, out); break;
+  }
+  return out;
+}
+
+void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
+  const char* op = "foreach_mul_";
+  check_list(op, tensors);
+  check_defined(op, {{"scale", scale}});
+  check_same_device(op, {{"tensors[0]", tensors[0]}, {"scale", scale}});
+  TANDEM_CHECK(scale.numel() == 1, ShapeError, op, ": expected a one-element scale, but got shape ",
+               shape_str(scale.sizes()));
+  TANDEM_CHECK(!GradMode::is_enabled() || !scale.requires_grad(), ValueError, op,
+               ": records no graph, but grad mode is on and scale requires grad; call it inside a NoGradGuard");
+  Tensor s = scale.to(tensors[0].dtype());
+  // A scale inside one of the tensors would change while a GPU kernel reads it.
+  if (std::any_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.shares_storage(s); })) s = s.clone();
+  // The kernel takes the contiguous tensors (the list itself when that is
+  // all of them), the elementwise op the others.
+  std::vector<Tensor> some, strided;
+  const bool all_dense = std::all_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.is_contiguous(); });
+  if (!all_dense)
+    for (const Tensor& t : tensors) (t.is_contiguous() ? some : strided).push_back(t);
+  const std::vector<Tensor>& dense = all_dense ? tensors : some;
+  if (!dense.empty()) {
+    switch (backend_of(s.device())) {
+      case Backend::CPU: cpu::foreach_mul_(dense, s); break;
+      case Backend::CUDA: gpu::foreach_mul_(dense, s); break;
+    }
+    // Written in place: bumped as an in-place op would.
+    for (const Tensor& t : dense) t.storage()->bump_version();
+  }
+  if (!strided.empty()) {
+    NoGradGuard no_grad;
+    const Tensor s0 = s.reshape({});
+    for (const Tensor& t : strided) Tensor(t).mul_(s0);
+  }
+}
+
+}  // namespace tandem::detail
