@@ -1,6 +1,8 @@
 // Optimizer and scheduler state in nn::Checkpoint files.
 #include "optim/checkpoint.h"
 
+#include <optional>
+
 #include "tensor/io/json.h"
 
 namespace tandem::optim {
@@ -42,8 +44,11 @@ void add_to_checkpoint(nn::Checkpoint& checkpoint, const Optimizer& optimizer) {
   checkpoint.set(kOptimizerType, optimizer.name());
 }
 
-void load_from_checkpoint(const nn::Checkpoint& checkpoint, Optimizer& optimizer) {
-  check_type(checkpoint, kOptimizerType, "optimizer", optimizer.name());
+namespace {
+
+// The optimizer's state dict as the checkpoint holds it; malformed JSON is
+// a SerializationError naming the file.
+OptimizerStateDict read_optimizer_state(const nn::Checkpoint& checkpoint) {
   OptimizerStateDict state;
   state.state = checkpoint.indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix);
   const json::Value groups = checkpoint.get_json(nn::Checkpoint::kOptimizerParamGroups);
@@ -59,7 +64,31 @@ void load_from_checkpoint(const nn::Checkpoint& checkpoint, Optimizer& optimizer
         tandem::detail::str_cat(where(checkpoint), ": \"", nn::Checkpoint::kOptimizerParamGroups,
                                 "\" is not a list of {\"options\": {...}, \"params\": [...]}: ", e.what()));
   }
-  optimizer.load_state_dict(state);
+  return state;
+}
+
+LRSchedulerState read_scheduler_state(const nn::Checkpoint& checkpoint) {
+  const json::Value all = checkpoint.get_json(nn::Checkpoint::kScheduler);
+  LRSchedulerState state;
+  try {
+    for (const auto& [key, value] : all.at("values").as_object()) state.values.insert(key, value.as_double());
+    for (const auto& [key, list] : all.at("lists").as_object()) {
+      std::vector<double> values;
+      for (const json::Value& v : list.as_array()) values.push_back(v.as_double());
+      state.lists.insert(key, std::move(values));
+    }
+  } catch (const Error& e) {
+    throw SerializationError(tandem::detail::str_cat(where(checkpoint), ": \"", nn::Checkpoint::kScheduler,
+                                                     "\" is not {\"values\": {...}, \"lists\": {...}}: ", e.what()));
+  }
+  return state;
+}
+
+}  // namespace
+
+void load_from_checkpoint(const nn::Checkpoint& checkpoint, Optimizer& optimizer) {
+  check_type(checkpoint, kOptimizerType, "optimizer", optimizer.name());
+  optimizer.load_state_dict(read_optimizer_state(checkpoint));
 }
 
 void add_to_checkpoint(nn::Checkpoint& checkpoint, const LRScheduler& scheduler) {
@@ -81,20 +110,7 @@ void add_to_checkpoint(nn::Checkpoint& checkpoint, const LRScheduler& scheduler)
 
 void load_from_checkpoint(const nn::Checkpoint& checkpoint, LRScheduler& scheduler) {
   check_type(checkpoint, kSchedulerType, "scheduler", scheduler.name());
-  const json::Value all = checkpoint.get_json(nn::Checkpoint::kScheduler);
-  LRSchedulerState state;
-  try {
-    for (const auto& [key, value] : all.at("values").as_object()) state.values.insert(key, value.as_double());
-    for (const auto& [key, list] : all.at("lists").as_object()) {
-      std::vector<double> values;
-      for (const json::Value& v : list.as_array()) values.push_back(v.as_double());
-      state.lists.insert(key, std::move(values));
-    }
-  } catch (const Error& e) {
-    throw SerializationError(tandem::detail::str_cat(where(checkpoint), ": \"", nn::Checkpoint::kScheduler,
-                                                     "\" is not {\"values\": {...}, \"lists\": {...}}: ", e.what()));
-  }
-  scheduler.load_state_dict(state);
+  scheduler.load_state_dict(read_scheduler_state(checkpoint));
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer* optimizer,
@@ -110,13 +126,24 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer* optimizer, LRScheduler* scheduler,
                         std::optional<Device> map_location, bool strict) {
   const nn::Checkpoint checkpoint = nn::Checkpoint::load(path, map_location);
-  // Everything that can be checked before a change is checked first.
-  if (optimizer != nullptr) check_type(checkpoint, kOptimizerType, "optimizer", optimizer->name());
-  if (scheduler != nullptr) check_type(checkpoint, kSchedulerType, "scheduler", scheduler->name());
+  // Everything is read and checked before anything changes: the optimizer's
+  // and the scheduler's states here, the model's inside load_state_dict.
+  std::optional<OptimizerStateDict> optimizer_state;
+  std::optional<LRSchedulerState> scheduler_state;
+  if (optimizer != nullptr) {
+    check_type(checkpoint, kOptimizerType, "optimizer", optimizer->name());
+    optimizer_state = read_optimizer_state(checkpoint);
+    optimizer->check_state_dict(*optimizer_state);
+  }
+  if (scheduler != nullptr) {
+    check_type(checkpoint, kSchedulerType, "scheduler", scheduler->name());
+    scheduler_state = read_scheduler_state(checkpoint);
+    scheduler->check_state_dict(*scheduler_state);
+  }
   const int64_t epoch = checkpoint.contains(nn::Checkpoint::kEpoch) ? checkpoint.get_int(nn::Checkpoint::kEpoch) : 0;
   checkpoint.load_module(model, strict);
-  if (optimizer != nullptr) load_from_checkpoint(checkpoint, *optimizer);
-  if (scheduler != nullptr) load_from_checkpoint(checkpoint, *scheduler);
+  if (optimizer != nullptr) optimizer->load_state_dict(*optimizer_state);
+  if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_state);
   return epoch;
 }
 

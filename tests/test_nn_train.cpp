@@ -203,8 +203,31 @@ DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it
                       "'" + path +
                           "' holds the state of a Adam, but the optimizer is a SGD: build the same optimizer "
                           "as the run that saved it");
+  // An optimizer over other parameters: refused before the model changes.
+  optim::Adam partial(std::vector<Tensor>{resumed->parameters()[0]}, optim::AdamOptions(1e-2));
+  std::vector<float> before = resumed->parameters()[1].to_vector<float>();
+  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &partial, nullptr, Device(kCPU)),
+                      Contains("doesn't match the size of optimizer's group"));
+  CHECK(resumed->parameters()[1].to_vector<float>() == before);
+
   optim::save_checkpoint(path, *model);
   REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
                       Contains("holds no optimizer state (no \"optimizer.type\" entry)"));
+
+  // Malformed optimizer and scheduler sections.
+  nn::Checkpoint bad;
+  bad.add_module(*model);
+  bad.set("optimizer.type", "Adam");
+  bad.set("optimizer.param_groups", "[1, 2]");
+  bad.set("scheduler.type", "StepLR");
+  bad.set("scheduler", "{\"values\": 3}");
+  bad.save(path);
+  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
+                      Contains("'" + path +
+                               "': \"optimizer.param_groups\" is not a list of {\"options\": {...}, "
+                               "\"params\": [...]}: "));
+  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, nullptr, &sched2, Device(kCPU)),
+                      Contains("'" + path + "': \"scheduler\" is not {\"values\": {...}, \"lists\": {...}}: "));
+  CHECK(resumed->parameters()[1].to_vector<float>() == before);
   std::remove(path.c_str());
 }
