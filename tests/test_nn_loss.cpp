@@ -597,7 +597,12 @@ TEST_CASE("loss modules print as PyTorch's and hold their weights as buffers", "
   std::ostringstream s;
   s << ce << " " << nn::NLLLoss() << " " << nn::MSELoss() << " " << nn::L1Loss(kSum) << " " << nn::BCEWithLogitsLoss();
   CHECK(s.str() == "CrossEntropyLoss() NLLLoss() MSELoss() L1Loss() BCEWithLogitsLoss()");
-  CHECK(ce->weight.is_same(w));
+  // The buffer is the module's own tensor over the caller's storage, and the
+  // options name the buffer.
+  CHECK_FALSE(ce->weight.is_same(w));
+  CHECK(ce->weight.storage() == w.storage());
+  CHECK(ce->options.weight().is_same(ce->weight));
+  CHECK(w.origin().label == nullptr);
   CHECK(ce->options.label_smoothing() == 0.1);
   CHECK(ce->parameters().empty());
   auto buffers = ce->named_buffers();
@@ -661,9 +666,48 @@ DEVICE_TEST_CASE("a moved loss module takes its weights along; a forgotten one n
   bce->to(device);
   CHECK(bce->weight.device() == device);
   CHECK(bce->pos_weight.device() == device);
+  CHECK(bce->options.weight().device() == device);
+  CHECK(bce->options.pos_weight().device() == device);
   test::check_close(bce(x, x.sigmoid()), F::binary_cross_entropy_with_logits(
                                              x.cpu(), x.cpu().sigmoid(),
                                              F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w).pos_weight(w)));
+}
+
+// to() moves the module's buffers, never the caller's tensors (PyTorch's
+// module.to() leaves the tensor it was given where it was).
+DEVICE_TEST_CASE("moving a loss module leaves the caller's weight tensors where they were", "[nn][loss][module]") {
+  if (device.is_cpu()) return;
+  Tensor w = test::make({0.5, 2, 1}, {3}, kFloat64);
+  Tensor pw = test::make({3, 1, 0.25}, {3}, kFloat64);
+  Tensor x = test::make({0.5, -1, 2, 0.25, 1, -0.5}, {2, 3}, kFloat64, device);
+  Tensor t = ids({2, 0}, {2}, device);
+
+  const Origin w_origin = w.origin(), pw_origin = pw.origin();
+
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(w));
+  nn::NLLLoss nll(nn::NLLLossOptions().weight(w));
+  nn::BCEWithLogitsLoss bce(nn::BCEWithLogitsLossOptions().weight(w).pos_weight(pw));
+  ce->to(device);
+  nll->to(device);
+  bce->to(device);
+  for (const auto& [given, before] : {std::pair{w, w_origin}, std::pair{pw, pw_origin}}) {
+    CHECK(given.device() == Device(kCPU));
+    CHECK(given.origin().kind == before.kind);
+    CHECK(std::string(given.origin().op) == before.op);
+    CHECK(given.origin().label == nullptr);
+  }
+  test::check_values(w, {0.5, 2, 1});
+  test::check_values(pw, {3, 1, 0.25});
+  // The modules' buffers moved, with their own labels.
+  CHECK(ce->weight.device() == device);
+  CHECK(nll->weight.device() == device);
+  CHECK(bce->weight.device() == device);
+  CHECK(bce->pos_weight.device() == device);
+  CHECK(std::string(bce->pos_weight.origin().label) == "buffer 'pos_weight'");
+  test::check_close(ce(x, t), F::cross_entropy(x, t, F::CrossEntropyFuncOptions().weight(w.to(device))));
+  // The caller's cpu weight with the cuda input is still the caller's mistake.
+  REQUIRE_THROWS_WITH(F::nll_loss(x, t, F::NLLLossFuncOptions().weight(w)),
+                      Contains("(when checking argument 'weight' of nll_loss)"));
 }
 
 // A criterion registered in a model moves with it.

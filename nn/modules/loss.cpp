@@ -5,10 +5,21 @@
 
 namespace tandem::nn {
 
+namespace {
+
+// The module's own tensor for a weight the caller gave: a new tensor sharing
+// its storage, so that to() (which moves buffers in place) moves and relabels
+// the module's buffer, never the caller's tensor, as PyTorch's module.to()
+// leaves the tensor it was given where it was. Undefined stays undefined.
+Tensor own(const Tensor& given) { return given.defined() ? given.detach() : Tensor(); }
+
+}  // namespace
+
 // ---- CrossEntropyLoss
 
 CrossEntropyLossImpl::CrossEntropyLossImpl(const CrossEntropyLossOptions& options_) : options(options_) {
-  weight = register_buffer("weight", options.weight());
+  weight = register_buffer("weight", own(options.weight()));
+  options.weight(weight);
 }
 
 Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
@@ -26,7 +37,8 @@ void CrossEntropyLossImpl::pretty_print(std::ostream& stream) const { stream << 
 // ---- NLLLoss
 
 NLLLossImpl::NLLLossImpl(const NLLLossOptions& options_) : options(options_) {
-  weight = register_buffer("weight", options.weight());
+  weight = register_buffer("weight", own(options.weight()));
+  options.weight(weight);
 }
 
 Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
@@ -56,8 +68,9 @@ void L1LossImpl::pretty_print(std::ostream& stream) const { stream << "L1Loss()"
 // ---- BCEWithLogitsLoss
 
 BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options_) : options(options_) {
-  weight = register_buffer("weight", options.weight());
-  pos_weight = register_buffer("pos_weight", options.pos_weight());
+  weight = register_buffer("weight", own(options.weight()));
+  pos_weight = register_buffer("pos_weight", own(options.pos_weight()));
+  options.weight(weight).pos_weight(pos_weight);
 }
 
 Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
