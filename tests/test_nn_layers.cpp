@@ -633,7 +633,9 @@ DEVICE_TEST_CASE("the fused backward ops give autograd's gradients and check the
   REQUIRE_THROWS_WITH(detail::avg_pool2d_backward(gy, x.sizes(), 2, 1, 1, true, true, 0),
                       Contains("divisor must be not zero (avg_pool2d_backward)"));
   REQUIRE_THROWS_WITH(detail::adaptive_avg_pool2d_backward(gy.to(kInt64), x.sizes()),
-                      Contains("\"adaptive_avg_pool2d_backward\" not implemented for 'Long'"));
+                      "\"adaptive_avg_pool2d_backward\" not implemented for 'Long' (adaptive_avg_pool2d_backward "
+                      "computes in a floating dtype on " +
+                          device.str() + "; convert the tensors first, e.g. .to(kFloat32))");
   REQUIRE_THROWS_WITH(detail::adaptive_avg_pool2d_backward(gy[0], x.sizes()),
                       Contains("adaptive_avg_pool2d_backward(): expected a 4-D grad_out, but got size [4, 7, 6]"));
   {
@@ -688,7 +690,11 @@ DEVICE_TEST_CASE("conv2d's errors, in PyTorch's words", "[nn][conv][errors]") {
                                "convolution dimensions, but got stride=[1, 1, 1]"));
   REQUIRE_THROWS_WITH(conv2d(x3, w, {}, 1, {1, 1, 1}),
                       Contains("expected padding to be a single integer value or a list of 2 values"));
-  REQUIRE_THROWS_WITH(conv2d(x3, w, {}, 1, 0, {}), Contains("expected dilation to be a single integer value"));
+  REQUIRE_THROWS_WITH(conv2d(x3, w, {}, 1, 0, {}),
+                      Contains("expected dilation to be a single integer value or a list of 2 values to match the "
+                               "convolution dimensions, but got dilation=[]"));
+  REQUIRE_THROWS_AS(conv2d(x3, w, {}, 1, 0, {}), ValueError);
+  REQUIRE_THROWS_WITH(conv2d(x3, w, {}, {1, 1, 1}, "same"), Contains("but got stride=[1, 1, 1]"));
   REQUIRE_THROWS_WITH(conv2d(x3, w, randn_on({7}, device)),
                       Contains("Given weight of size [8, 3, 3, 3], expected bias to be 1-dimensional with 8 elements, "
                                "but got bias of size [7] instead"));
@@ -705,7 +711,8 @@ DEVICE_TEST_CASE("conv2d's errors, in PyTorch's words", "[nn][conv][errors]") {
   REQUIRE_THROWS_WITH(conv2d(x3, w, randn_on({8}, device, kFloat32)),
                       Contains("Input type (double) and bias type (float) should be the same"));
   REQUIRE_THROWS_WITH(conv2d(x3.to(kInt64), w.to(kInt64)),
-                      Contains("\"conv2d\" not implemented for 'Long'") && Contains(device.str()));
+                      "\"conv2d\" not implemented for 'Long' (conv2d computes in a floating dtype on " + device.str() +
+                          "; convert the tensors first, e.g. .to(kFloat32))");
   REQUIRE_THROWS_AS(conv2d(x3.to(kInt64), w.to(kInt64)), NotImplementedError);
   REQUIRE_THROWS_WITH(conv2d(Tensor(), w), Contains("conv2d: argument 'input' is an undefined tensor"));
   if (auto other = test::other_device(device)) {
@@ -739,21 +746,29 @@ DEVICE_TEST_CASE("pooling's errors, in PyTorch's words", "[nn][pool][errors]") {
                                "got:[2, 0, 5, 5]"));
   REQUIRE_THROWS_WITH(max_pool2d(randn_on({2, 3, 0, 5}, device), 2), Contains("but got:[2, 3, 0, 5]"));
   REQUIRE_THROWS_WITH(max_pool2d(x, {2, 2, 2}),
-                      Contains("max_pool2d: kernel_size must either be a single int, or a tuple of two ints"));
+                      "max_pool2d: kernel_size must either be a single int, or a tuple of two ints, but got "
+                      "kernel_size=[2, 2, 2]");
+  REQUIRE_THROWS_AS(max_pool2d(x, {2, 2, 2}), ValueError);
   REQUIRE_THROWS_WITH(avg_pool2d(x, 2, {1, 1, 1}),
-                      Contains("avg_pool2d: stride must either be omitted, a single int, or a tuple of two ints"));
+                      "avg_pool2d: stride must either be omitted, a single int, or a tuple of two ints, but got "
+                      "stride=[1, 1, 1]");
   REQUIRE_THROWS_WITH(avg_pool2d(x, 2, {}, {1, 1, 1}),
                       Contains("avg_pool2d: padding must either be a single int, or a tuple of two ints"));
   REQUIRE_THROWS_WITH(max_pool2d(x, 2, {}, 0, {1, 1, 1}),
                       Contains("max_pool2d: dilation must either be a single int, or a tuple of two ints"));
-  REQUIRE_THROWS_WITH(max_pool2d(x.to(kInt64), 2), Contains("\"max_pool2d\" not implemented for 'Long'"));
+  REQUIRE_THROWS_WITH(max_pool2d(x.to(kInt64), 2),
+                      "\"max_pool2d\" not implemented for 'Long' (max_pool2d computes in a floating dtype on " +
+                          device.str() + "; convert the input first, e.g. .to(kFloat32))");
   REQUIRE_THROWS_AS(max_pool2d(x.to(kInt64), 2), NotImplementedError);
   REQUIRE_THROWS_WITH(avg_pool2d(x.to(kInt32), 2), Contains("\"avg_pool2d\" not implemented for 'Int'"));
   REQUIRE_THROWS_WITH(avg_pool2d(x, 2, {}, 0, false, true, 0), Contains("divisor must be not zero"));
   REQUIRE_THROWS_WITH(adaptive_avg_pool2d(x, {-1, 2}),
                       Contains("adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
                                "received {-1, 2}"));
-  REQUIRE_THROWS_WITH(adaptive_avg_pool2d(x, {1, 2, 3}), Contains("adaptive_avg_pool2d: output_size must be 2"));
+  REQUIRE_THROWS_WITH(adaptive_avg_pool2d(x, {1, 2, 3}),
+                      "adaptive_avg_pool2d: output_size must be 2 (or one value for both dims), but got "
+                      "output_size=[1, 2, 3]");
+  REQUIRE_THROWS_AS(adaptive_avg_pool2d(x, {1, 2, 3}), ValueError);
   REQUIRE_THROWS_WITH(adaptive_avg_pool2d(randn_on({5, 5}, device), 2),
                       Contains("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got [5, 5]"));
   REQUIRE_THROWS_WITH(adaptive_avg_pool2d(randn_on({2, 3, 0, 5}, device), 2),

@@ -11,6 +11,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
+#include "tensor/ops/conv_args.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
@@ -22,6 +23,7 @@ namespace {
 
 using autograd::GradOp;
 using autograd::Recorder;
+using detail::Pair;
 
 // PyTorch's name of a tensor type, as its dtype-mismatch message prints it.
 std::string tensor_type(const Tensor& t) {
@@ -55,21 +57,16 @@ const char* cpp_type(Dtype d) {
 }
 
 // (h, w) from a list of one or two values.
-struct Pair {
-  int64_t h, w;
-};
-
-Pair expand_pair(IntArrayRef v, const char* name) {
-  TANDEM_CHECK(v.size() == 1 || v.size() == 2, ValueError, "expected ", name,
-               " to be a single integer value or a list of 2 values to match the convolution dimensions, but got ",
-               name, "=", shape_str(v));
-  return v.size() == 1 ? Pair{v[0], v[0]} : Pair{v[0], v[1]};
+Pair conv_pair(IntArrayRef v, const char* name) {
+  return detail::expand_pair(v, "expected ", name,
+                             " to be a single integer value or a list of 2 values to match the convolution "
+                             "dimensions, but got ",
+                             name, "=");
 }
 
 // stride, padding, dilation and groups, checked.
 Conv2dParams conv_params(IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
-  const Pair s = expand_pair(stride, "stride"), pad = expand_pair(padding, "padding"),
-             d = expand_pair(dilation, "dilation");
+  const Pair s = conv_pair(stride, "stride"), pad = conv_pair(padding, "padding"), d = conv_pair(dilation, "dilation");
   TANDEM_CHECK(s.h > 0 && s.w > 0, ValueError,
                "non-positive stride is not supported (conv2d: got stride=", shape_str(stride), ")");
   TANDEM_CHECK(pad.h >= 0 && pad.w >= 0, ValueError,
@@ -78,12 +75,6 @@ Conv2dParams conv_params(IntArrayRef stride, IntArrayRef padding, IntArrayRef di
                "non-positive dilation is not supported (conv2d: got dilation=", shape_str(dilation), ")");
   TANDEM_CHECK(groups > 0, ValueError, "non-positive groups is not supported (conv2d: got groups=", groups, ")");
   return {s.h, s.w, pad.h, pad.w, d.h, d.w, groups};
-}
-
-void check_floating(const char* op, const Tensor& t) {
-  TANDEM_CHECK(t.is_floating_point(), NotImplementedError, "\"", op, "\" not implemented for '",
-               torch_scalar_name(t.dtype()), "' (", op, " computes in a floating dtype on ", t.device().str(),
-               "; convert the tensors first, e.g. .to(kFloat32))");
 }
 
 void check_weight_rank(IntArrayRef w) {
@@ -135,7 +126,7 @@ void check_conv(const Tensor& input, const Tensor& x, const Tensor& weight, cons
   TANDEM_CHECK(!bias.defined() || bias.dtype() == input.dtype(), DtypeError, "Input type (", cpp_type(input.dtype()),
                ") and bias type (", cpp_type(bias.dtype()),
                ") should be the same (conv2d: convert the bias, e.g. bias.to(", input.dtype(), "))");
-  check_floating("conv2d", input);
+  detail::check_floating("conv2d", input, "the tensors");
 }
 
 // The kernels' run: contiguous operands, an output of (N, C_out, OH, OW).
@@ -207,7 +198,7 @@ void check_backward(const char* name, const Tensor& grad_out, const char* other_
   TANDEM_CHECK(other.dtype() == grad_out.dtype(), DtypeError, name, "(): expected grad_out of the ", other_name,
                "'s dtype ", other.dtype(), ", but got ", grad_out.dtype(), "; convert it first, e.g. grad_out.to(",
                other.dtype(), ")");
-  check_floating(name, other);
+  detail::check_floating(name, other, "the tensors");
   TANDEM_CHECK(!GradMode::is_enabled() || (!grad_out.requires_grad() && !other.requires_grad()), ValueError, name,
                "(): records no graph, but grad mode is on and ", grad_out.requires_grad() ? "grad_out" : other_name,
                " requires grad; call it inside a NoGradGuard (double backward of conv2d is not implemented)");
@@ -238,12 +229,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   TANDEM_CHECK(padding == "same" || padding == "valid", ValueError, "Invalid padding string: '", padding,
                "' (conv2d takes padding=\"same\", \"valid\" or sizes)");
   if (padding == "valid") return conv2d(input, weight, bias, stride, int64_t{0}, dilation, groups);
-  const Pair s = expand_pair(stride, "stride");
+  const Pair s = conv_pair(stride, "stride");
   TANDEM_CHECK(s.h == 1 && s.w == 1, ValueError,
                "padding='same' is not supported for strided convolutions (conv2d: got stride=", shape_str(stride), ")");
   check_input_rank(input);
   check_weight_rank(weight.sizes());
-  const Pair d = expand_pair(dilation, "dilation");
+  const Pair d = conv_pair(dilation, "dilation");
   // Each dim's total padding d * (k - 1) split evenly, the odd one at the
   // bottom / right as an explicit row / column of zeros.
   const int64_t total_h = d.h * (weight.size(2) - 1), total_w = d.w * (weight.size(3) - 1);

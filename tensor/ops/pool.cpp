@@ -12,6 +12,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
+#include "tensor/ops/conv_args.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 
@@ -21,29 +22,24 @@ namespace {
 
 using autograd::GradOp;
 using autograd::Recorder;
+using detail::Pair;
 
 // (h, w) from one or two values; empty gives `otherwise` when it has a value.
-struct Pair {
-  int64_t h, w;
-};
-
-Pair expand_pair(IntArrayRef v, const char* op, const char* what, std::optional<Pair> otherwise = std::nullopt) {
+Pair pool_pair(IntArrayRef v, const char* op, const char* what, std::optional<Pair> otherwise = std::nullopt) {
   if (v.empty() && otherwise) return *otherwise;
   const char* expected = otherwise ? "must either be omitted, a single int, or a tuple of two ints"
                                    : "must either be a single int, or a tuple of two ints";
-  TANDEM_CHECK(v.size() == 1 || v.size() == 2, ValueError, op, ": ", what, " ", expected, ", but got ", what, "=",
-               shape_str(v));
-  return v.size() == 1 ? Pair{v[0], v[0]} : Pair{v[0], v[1]};
+  return detail::expand_pair(v, op, ": ", what, " ", expected, ", but got ", what, "=");
 }
 
 // The window parameters of max_pool2d / avg_pool2d, checked in PyTorch's
 // order (the output-size checks, then the shape checks).
 Pool2dParams pool_params(const char* op, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                          IntArrayRef dilation, bool ceil_mode) {
-  const Pair k = expand_pair(kernel_size, op, "kernel_size");
-  const Pair s = expand_pair(stride, op, "stride", k);
-  const Pair pad = expand_pair(padding, op, "padding");
-  const Pair d = expand_pair(dilation, op, "dilation");
+  const Pair k = pool_pair(kernel_size, op, "kernel_size");
+  const Pair s = pool_pair(stride, op, "stride", k);
+  const Pair pad = pool_pair(padding, op, "padding");
+  const Pair d = pool_pair(dilation, op, "dilation");
   for (auto [kk, ss, pp] : {std::tuple{k.h, s.h, pad.h}, std::tuple{k.w, s.w, pad.w}}) {
     TANDEM_CHECK(ss != 0, ValueError, "stride should not be zero (", op, ": got stride=", s.h, ", ", s.w,
                  "; leave it empty for the kernel size)");
@@ -74,12 +70,6 @@ void check_pool_input(const char* op, const Tensor& input) {
   TANDEM_CHECK(ok, ShapeError,
                "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:",
                shape_str(input.sizes()), " (", op, " takes (N, C, H, W) or (C, H, W))");
-}
-
-void check_floating(const char* op, const Tensor& t) {
-  TANDEM_CHECK(t.is_floating_point(), NotImplementedError, "\"", op, "\" not implemented for '",
-               torch_scalar_name(t.dtype()), "' (", op, " pools a floating dtype on ", t.device().str(),
-               "; convert the input first, e.g. .to(kFloat32))");
 }
 
 // (OH, OW) of max or average pooling over the 4-D x, at least 1 x 1.
@@ -117,7 +107,7 @@ void check_backward(const char* name, const Tensor& grad_out, IntArrayRef input_
   TANDEM_CHECK(grad_out.sizes() == IntArrayRef(expected), ShapeError, name, "(): expected grad_out of size ",
                shape_str(expected), " (the forward's output for input ", shape_str(input_sizes), "), but got ",
                shape_str(grad_out.sizes()));
-  check_floating(name, grad_out);
+  detail::check_floating(name, grad_out, "the tensors");
   TANDEM_CHECK(!GradMode::is_enabled() || !grad_out.requires_grad(), ValueError, name,
                "(): records no graph, but grad mode is on and grad_out requires grad; call it inside a NoGradGuard");
 }
@@ -141,7 +131,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
   check_defined(op, {{"input", input}});
   const Pool2dParams p = pool_params(op, kernel_size, stride, padding, dilation, ceil_mode);
   check_pool_input(op, input);
-  check_floating(op, input);
+  detail::check_floating(op, input, "the input");
   const Tensor x = batched(input);
   const Pair hw = pool_output(op, x, p);
   Tensor out = make_out(x, hw, op, x.dtype());
@@ -181,7 +171,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   p.count_include_pad = count_include_pad;
   p.divisor_override = divisor_override.value_or(0);
   check_pool_input(op, input);
-  check_floating(op, input);
+  detail::check_floating(op, input, "the input");
   const Tensor x = batched(input);
   const Pair hw = pool_output(op, x, p);
 
@@ -208,10 +198,8 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
   check_defined(op, {{"input", input}});
-  TANDEM_CHECK(output_size.size() == 1 || output_size.size() == 2, ValueError,
-               "adaptive_avg_pool2d: output_size must be 2 (or one value for both dims), but got output_size=",
-               shape_str(output_size));
-  const Pair os = output_size.size() == 1 ? Pair{output_size[0], output_size[0]} : Pair{output_size[0], output_size[1]};
+  const Pair os = detail::expand_pair(
+      output_size, "adaptive_avg_pool2d: output_size must be 2 (or one value for both dims), but got output_size=");
   TANDEM_CHECK(os.h >= 0 && os.w >= 0, ValueError,
                "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {", os.h,
                ", ", os.w, "}");
@@ -223,7 +211,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
                  "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has "
                  "sizes ",
                  shape_str(input.sizes()), " with dimension ", d, " being empty");
-  check_floating(op, input);
+  detail::check_floating(op, input, "the input");
   const Tensor x = batched(input);
 
   Tensor out = make_out(x, os, op, x.dtype());
