@@ -51,4 +51,18 @@ void check_same_device(const char* op, const char* list_name, const std::vector<
   }
 }
 
+const char* torch_cpp_type_name(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::Float32: return "float";
+    case Dtype::Float64: return "double";
+    case Dtype::Float16: return "c10::Half";
+    case Dtype::BFloat16: return "c10::BFloat16";
+    case Dtype::Int64: return "long int";
+    case Dtype::Int32: return "int";
+    case Dtype::UInt8: return "unsigned char";
+    case Dtype::Bool: return "bool";
+  }
+  return "?";
+}
+
 }  // namespace tandem

@@ -27,6 +27,10 @@ void check_defined(const char* op, std::initializer_list<NamedTensor> args);
 void check_same_device(const char* op, std::initializer_list<NamedTensor> args, std::string_view fix = {});
 void check_same_device(const char* op, const char* list_name, const std::vector<Tensor>& tensors);
 
+// The C++ type PyTorch prints for a dtype in its dtype-mismatch messages
+// ("float", "c10::Half", "long int"), so that ours read (and search) as its.
+const char* torch_cpp_type_name(Dtype dtype);
+
 // Both checks, for ops with two or more tensor arguments.
 inline void check_inputs(const char* op, std::initializer_list<NamedTensor> args) {
   check_defined(op, args);

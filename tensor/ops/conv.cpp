@@ -41,21 +41,6 @@ std::string tensor_type(const Tensor& t) {
   return detail::str_cat(t.is_cuda() ? "torch.cuda." : "torch.", name);
 }
 
-// The C++ type PyTorch names in its bias-dtype message.
-const char* cpp_type(Dtype d) {
-  switch (d) {
-    case Dtype::Float32: return "float";
-    case Dtype::Float64: return "double";
-    case Dtype::Float16: return "c10::Half";
-    case Dtype::BFloat16: return "c10::BFloat16";
-    case Dtype::Int64: return "long int";
-    case Dtype::Int32: return "int";
-    case Dtype::UInt8: return "unsigned char";
-    case Dtype::Bool: return "bool";
-  }
-  return "?";
-}
-
 // (h, w) from a list of one or two values.
 Pair conv_pair(IntArrayRef v, const char* name) {
   return detail::expand_pair(v, "expected ", name,
@@ -123,8 +108,8 @@ void check_conv(const Tensor& input, const Tensor& x, const Tensor& weight, cons
                tensor_type(weight), ") should be the same (conv2d: input is ", input.dtype(), ", weight is ",
                weight.dtype(), "; convert the input, e.g. input.to(", weight.dtype(),
                "), or the model, e.g. model->to(", input.dtype(), "))");
-  TANDEM_CHECK(!bias.defined() || bias.dtype() == input.dtype(), DtypeError, "Input type (", cpp_type(input.dtype()),
-               ") and bias type (", cpp_type(bias.dtype()),
+  TANDEM_CHECK(!bias.defined() || bias.dtype() == input.dtype(), DtypeError, "Input type (",
+               torch_cpp_type_name(input.dtype()), ") and bias type (", torch_cpp_type_name(bias.dtype()),
                ") should be the same (conv2d: convert the bias, e.g. bias.to(", input.dtype(), "))");
   detail::check_floating("conv2d", input, "the tensors");
 }

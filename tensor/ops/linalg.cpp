@@ -20,27 +20,11 @@ namespace tandem {
 
 namespace {
 
-// The C++ type names PyTorch prints in its dtype-mismatch message, so that the
-// message reads (and searches) as PyTorch's.
-const char* torch_type_name(Dtype d) {
-  switch (d) {
-    case Dtype::Float32: return "float";
-    case Dtype::Float64: return "double";
-    case Dtype::Float16: return "c10::Half";
-    case Dtype::BFloat16: return "c10::BFloat16";
-    case Dtype::Int64: return "long int";
-    case Dtype::Int32: return "int";
-    case Dtype::UInt8: return "unsigned char";
-    case Dtype::Bool: return "bool";
-  }
-  return "?";
-}
-
 // Equal dtypes (the products never promote, as in PyTorch), and not bool.
 void check_dtypes(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b) {
   TANDEM_CHECK(a.dtype() == b.dtype(), DtypeError,
-               "expected m1 and m2 to have the same dtype, but got: ", torch_type_name(a.dtype()),
-               " != ", torch_type_name(b.dtype()), " (", op, ": ", a_name, " is ", a.dtype(), ", ", b_name, " is ",
+               "expected m1 and m2 to have the same dtype, but got: ", torch_cpp_type_name(a.dtype()),
+               " != ", torch_cpp_type_name(b.dtype()), " (", op, ": ", a_name, " is ", a.dtype(), ", ", b_name, " is ",
                b.dtype(), "; ", op, " does not promote, convert one first, e.g. ", b_name, ".to(", a_name,
                ".dtype()))");
   TANDEM_CHECK(a.dtype() != kBool, NotImplementedError, op,
