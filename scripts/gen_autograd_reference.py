@@ -22,25 +22,18 @@ max, |x| at 0, clamp bounds).
 """
 import math
 import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_format import DTYPES, fmt_tensor  # noqa: E402
 
 torch.manual_seed(20240611)
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "autograd_reference.txt")
 F64, F32 = torch.float64, torch.float32
-DTYPES = {F32: "float32", F64: "float64", torch.int64: "int64", torch.bool: "bool"}
 records = []
 names = set()
-
-
-def fmt_tensor(t):
-    t = t.detach().contiguous()
-    vals = t.reshape(-1).tolist()
-    if t.dtype == torch.bool:
-        vals = [int(v) for v in vals]
-    sizes = list(t.shape)
-    return " ".join(["t", DTYPES[t.dtype], str(len(sizes))] + [str(s) for s in sizes] +
-                    [repr(float(v)) if isinstance(v, float) else str(v) for v in vals])
 
 
 def case(name, fn, inputs, requires_grad):

@@ -30,27 +30,22 @@ adaptive_avg_pool2d: output_size. Pairs are written "h,w". Values are
 printed with repr(), so float64 round-trips exactly.
 """
 import os
+import sys
 import warnings
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_format import DTYPES, fmt_tensor  # noqa: E402
 
 # PyTorch's note that an even kernel with padding="same" pads a copy: deliberate.
 warnings.filterwarnings("ignore", message="Using padding='same'")
 torch.manual_seed(20241130)
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "nn_layers_reference.txt")
 F64 = torch.float64
-DTYPES = {F64: "float64", torch.int64: "int64"}
 records = []
 names = set()
-
-
-def fmt_tensor(t):
-    t = t.detach().contiguous()
-    sizes = list(t.shape)
-    vals = t.reshape(-1).tolist()
-    return " ".join(["t", DTYPES[t.dtype], str(len(sizes))] + [str(s) for s in sizes] +
-                    [repr(float(v)) if isinstance(v, float) else str(v) for v in vals])
 
 
 def pair(v):

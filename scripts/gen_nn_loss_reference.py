@@ -28,27 +28,22 @@ Values are printed with repr(), so float64 round-trips exactly. l1 inputs
 never equal their targets (|x| is not differentiable at 0).
 """
 import os
+import sys
 import warnings
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_format import DTYPES, fmt_tensor  # noqa: E402
 
 # The broadcast mse/l1 cases are deliberate.
 warnings.filterwarnings("ignore", message="Using a target size")
 torch.manual_seed(20240917)
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "nn_loss_reference.txt")
 F64 = torch.float64
-DTYPES = {F64: "float64", torch.int64: "int64"}
 records = []
 names = set()
-
-
-def fmt_tensor(t):
-    t = t.detach().contiguous()
-    sizes = list(t.shape)
-    vals = t.reshape(-1).tolist()
-    return " ".join(["t", DTYPES[t.dtype], str(len(sizes))] + [str(s) for s in sizes] +
-                    [repr(float(v)) if isinstance(v, float) else str(v) for v in vals])
 
 
 def randn(*shape):

@@ -29,25 +29,20 @@ Keys:
 Values are printed with repr(), so float64 round-trips exactly.
 """
 import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_format import DTYPES, fmt_tensor  # noqa: E402
+
 torch.manual_seed(20241130)
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "nn_norm_reference.txt")
 F64 = torch.float64
-DTYPES = {F64: "float64", torch.int64: "int64"}
 records = []
 names = set()
-
-
-def fmt_tensor(t):
-    t = t.detach().contiguous()
-    sizes = list(t.shape)
-    vals = t.reshape(-1).tolist()
-    return " ".join(["t", DTYPES[t.dtype], str(len(sizes))] + [str(s) for s in sizes] +
-                    [repr(float(v)) if isinstance(v, float) else str(v) for v in vals])
 
 
 def randn(*shape, mean=0.0, std=1.0):

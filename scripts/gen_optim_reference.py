@@ -36,21 +36,17 @@ repr(), so float64 and float32 round-trip exactly. Format, one record a line:
 """
 import math
 import os
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_format import DTYPES, fmt_tensor  # noqa: E402
+
 torch.manual_seed(20261130)
 OUT = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "optim_reference.txt")
-DTYPES = {torch.float32: "float32", torch.float64: "float64"}
 records = []
 names = set()
-
-
-def fmt_tensor(t):
-    t = t.detach().contiguous()
-    sizes = list(t.shape)
-    return " ".join(["t", DTYPES[t.dtype], str(len(sizes))] + [str(s) for s in sizes] +
-                    [repr(float(v)) for v in t.reshape(-1).tolist()])
 
 
 def fmt(v):
