@@ -14,37 +14,16 @@ itself calls; ctypes adds about a microsecond per call, under 2% of the GEMMs' t
 where no OpenBLAS is found, torch.mm under torch.no_grad() on the same device. On cuda every timed batch of calls
 ends with torch.cuda.synchronize().
 """
-import argparse
 import math
 import os
 import re
-import statistics
-import sys
-import time
 
 import torch
 
-# From peer_torch.py (this file's folder): the sampling, the OpenBLAS loader, and writing and reading the table's
-# fields.
-from peer_torch import (NO_TRANS, ROW_MAJOR, TRANS, Sampler, fmt_time, fmt_value, load_openblas, parse_time,
-                        table_lines)
-
-
-def wait_for(device):
-    """A GPU runs a launch after the call that queued it returned: a timed batch ends when the device is done."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_all(fns, budget, device):
-    """Median seconds per call of each callable, their samples interleaved so that a change in the machine's load
-    touches all of them alike."""
-    s = [Sampler(f, lambda: wait_for(device)) for f in fns]
-    start = time.perf_counter()
-    while not all(x.enough(start, budget) for x in s):
-        for x in s:
-            x.sample()
-    return [statistics.median(x.samples) for x in s]
+# From peer_torch.py (this file's folder): the sampling on a device, the options, the OpenBLAS loader, and writing
+# and reading the tables.
+from peer_torch import (NO_TRANS, ROW_MAJOR, TRANS, describe, fmt_time, fmt_value, headline, load_openblas,
+                        peer_arguments, print_compare_table, print_row, resolve_device, table_rows, time_all)
 
 
 # ---------------------------------------------------------------- OpenBLAS through ctypes
@@ -59,8 +38,11 @@ def gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
 
 # ---------------------------------------------------------------- table (the format of bench_autograd.cpp)
 
-def print_line(thr, name, size, t, figure, reference, ratio):
-    print(f"{thr:<4}  {name:<20}  {size:<20}  {t:>10}  {figure:>16}  {reference:>24}  {ratio:>6}", flush=True)
+WIDTHS = (-4, -20, -20, 10, 16, 24, 6)  # bench_autograd's columns
+
+
+def print_line(*fields):
+    print_row(WIDTHS, *fields)
 
 
 CHAIN_OPS = 64
@@ -285,11 +267,6 @@ class Bench:
 
 # ---------------------------------------------------------------- comparison with bench_autograd's table
 
-def read_table(path):
-    """{(thr, case, size): (seconds or None, ratio)} from a table in the format above."""
-    return {(f[0], f[1], f[2]): (parse_time(f[3]), f[6]) for f in table_lines(path)}
-
-
 def table_device(path):
     """The device a table's "# bench_autograd: ..." or "# peer_autograd_torch: ..." line names ("cpu", "cuda:0"),
     or None."""
@@ -319,15 +296,7 @@ def parts(rows):
 def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster), and each program's own ratio")
     print("# column (record / no-grad, backward / forward, fraction of the GEMM ceiling, as in the tables above)")
-    print(f"{'thr':<4}  {'case':<20}  {'size':<20}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}  "
-          f"{'ratio tandem':>12}  {'ratio torch':>11}")
-    for key, (t, ratio) in tandem_rows.items():
-        if key not in torch_rows:
-            continue
-        p, p_ratio = torch_rows[key]
-        times = (fmt_time(t), fmt_time(p), f"{t / p:.2f}") if t is not None and p is not None else ("-", "-", "-")
-        print(f"{key[0]:<4}  {key[1]:<20}  {key[2]:<20}  {times[0]:>10}  {times[1]:>10}  {times[2]:>12}  "
-              f"{ratio:>12}  {p_ratio:>11}")
+    print_compare_table(tandem_rows, torch_rows, 20, 20, ratio_columns=True)
     tandem_parts, torch_parts = parts(tandem_rows), parts(torch_rows)
     print()
     print("# the parts, per call: recording = fwd record - fwd no-grad, backward = fwd+bwd - fwd record (differences")
@@ -348,64 +317,31 @@ def print_comparison(tandem_rows, torch_rows):
 
 
 def print_headline(tandem_rows, torch_rows):
-    """One line for a summary (scripts/gpu-check.sh): the geometric mean of time of Tandem / time of torch over the
-    timed cases both tables have, the lowest and the highest, and the MLP step's two times."""
-    ratios = sorted((t / torch_rows[key][0], key) for key, (t, _) in tandem_rows.items()
-                    if t and key in torch_rows and torch_rows[key][0])
-    if not ratios:
-        print("headline: no case in both tables")
-        return
+    """One line for a summary (scripts/gpu-check.sh): peer_torch's headline over the timed cases both tables have,
+    the lowest and the highest named, and the MLP step's two times."""
 
     def name(key):
         return key[1] if key[0] == "1" else f"{key[1]} ({key[0]} threads)"
 
-    mean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
-    line = (f"headline: tandem/torch time {mean:.2f} (geometric mean of {len(ratios)} cases; "
-            f"{ratios[0][0]:.2f} {name(ratios[0][1])} to {ratios[-1][0]:.2f} {name(ratios[-1][1])})")
+    line = headline([(t / torch_rows[key][0], name(key)) for key, (t, _) in tandem_rows.items()
+                     if t and key in torch_rows and torch_rows[key][0]])
+    if line is None:
+        print("headline: no case in both tables")
+        return
     step = next((key for key in tandem_rows if key[0] == "1" and key[1] == "mlp step (sgd)"), None)
     if step in torch_rows and tandem_rows[step][0] and torch_rows[step][0]:
         line += f"; mlp step {fmt_time(tandem_rows[step][0])} vs {fmt_time(torch_rows[step][0])}"
     print(line)
 
 
-def resolve_device(spec):
-    """torch.device of --device, with cuda's index filled in; exits with the reason where there is no such
-    device."""
-    try:
-        device = torch.device(spec)
-    except RuntimeError as e:
-        sys.exit(f"peer_autograd_torch: --device {spec}: {e}")
-    if device.type == "cpu":
-        return device
-    if device.type != "cuda":
-        sys.exit(f"peer_autograd_torch: --device {spec}: expected cpu, cuda or cuda:N")
-    if not torch.cuda.is_available():
-        sys.exit(f"peer_autograd_torch: --device {spec}: torch {torch.__version__} (CUDA build: "
-                 f"{torch.version.cuda or 'none'}) sees no CUDA device: torch.cuda.is_available() is False. Use "
-                 f"--device cpu, or run it with a torch that has a GPU")
-    count = torch.cuda.device_count()
-    index = torch.cuda.current_device() if device.index is None else device.index
-    if index >= count:
-        sys.exit(f"peer_autograd_torch: --device {spec}: there {'is' if count == 1 else 'are'} {count} CUDA "
-                 f"device{'' if count == 1 else 's'} (cuda:0 to cuda:{count - 1})")
-    return torch.device("cuda", index)
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N: where the tensors live (default cpu)")
-    p.add_argument("--quick", action="store_true", help="shorter timings (a smoke run)")
-    p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
-    p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_autograd's output: print Tandem/torch ratios")
-    args = p.parse_args()
-
-    device = resolve_device(args.device)
+    args = peer_arguments(__doc__.split("\n\n")[0], "bench_autograd").parse_args()
+    device = resolve_device(args.device, "peer_autograd_torch")
     torch.manual_seed(0)
     threads_all = os.cpu_count() or 1
     blas = f"OpenBLAS {_blas.openblas_get_config().decode()}" if _blas is not None else "no OpenBLAS found"
-    where = "cpu" if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})"
     print(f"# peer_autograd_torch: torch {torch.__version__}, {blas}; {threads_all} hardware threads; "
-          f"device {where}{'; --quick' if args.quick else ''}")
+          f"device {describe(device)}{'; --quick' if args.quick else ''}")
     print("# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured")
     print("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,")
     print("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the GEMM ceiling,")
@@ -426,7 +362,7 @@ def main():
         theirs = table_device(args.compare)
         if theirs is not None and theirs != str(device):
             print(f"# WARNING: the Tandem table ran on {theirs}, torch on {device}: the ratios compare two devices")
-        print_comparison(read_table(args.compare), bench.rows)
+        print_comparison(table_rows(args.compare), bench.rows)
 
 
 if __name__ == "__main__":

@@ -11,21 +11,19 @@ Tandem / time of torch per case (below 1: Tandem is faster).
 One thread by default (torch.set_num_threads(1)), as bench_nn. On cuda every timed batch of calls ends with
 torch.cuda.synchronize().
 """
-import argparse
 import re
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-# From peer_torch.py (this file's folder): the sampling, and writing and reading the table's fields.
-from peer_torch import Sampler, fmt_time, fmt_value, parse_time
+# From peer_torch.py (this file's folder): the sampling on a device, the options, and writing and reading the table's
+# fields.
+from peer_torch import fmt_time, fmt_value, headline, parse_time, peer_arguments, print_row, resolve_device, time_all
 
 
 def print_line(name, size, t, figure):
-    print(f"{name:<22}  {size:<30}  {t:>10}  {figure:>14}", flush=True)
+    print_row((-22, -30, 10, 14), name, size, t, figure)
 
 
 class Bench:
@@ -41,11 +39,7 @@ class Bench:
         return not self.filter or self.filter in section or self.filter in name
 
     def time_call(self, f):
-        wait = (lambda: torch.cuda.synchronize(self.device)) if self.device.type == "cuda" else None
-        s, start = Sampler(f, wait), time.perf_counter()
-        while not s.enough(start, self.budget):
-            s.sample()
-        return statistics.median(s.samples)
+        return time_all([f], self.budget, self.device)[0]
 
     def conv(self, name, n, c_in, c_out, hw, input_grad):
         size = f"{n}x{c_in}x{hw}x{hw} -> {c_out}, 3x3 p1"
@@ -95,16 +89,10 @@ def read_rows(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--filter", default="")
-    ap.add_argument("--compare", metavar="TANDEM_TABLE")
-    args = ap.parse_args()
+    args = peer_arguments(__doc__.split("\n")[0], "bench_nn", threads=True).parse_args()
+    device = resolve_device(args.device, "peer_nn_torch")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    device = torch.device(args.device)
     print(f"# peer_nn_torch: torch {torch.__version__}; device {device}; {torch.get_num_threads()} thread(s); "
           f"mkldnn {torch.backends.mkldnn.is_available()}")
     print_line("case", "size", "time", "figure")
@@ -116,15 +104,15 @@ def main():
     if args.compare:
         tandem = read_rows(args.compare)
         print("# time of Tandem / time of torch for the same case (below 1: Tandem faster)")
-        print(f"{'case':<22}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}")
+        widths = (-22, 10, 10, 12)
+        print_row(widths, "case", "tandem", "torch", "tandem/torch")
         for name, t in tandem.items():
             if name in b.rows:
                 p = b.rows[name]
-                print(f"{name:<22}  {fmt_time(t):>10}  {fmt_time(p):>10}  {t / p:>12.2f}")
-        ratios = [t / b.rows[name] for name, t in tandem.items() if name in b.rows]
-        if ratios:
-            print(f"headline: tandem/torch time {statistics.geometric_mean(ratios):.2f} (geometric mean of "
-                  f"{len(ratios)} cases; {min(ratios):.2f} to {max(ratios):.2f})")
+                print_row(widths, name, fmt_time(t), fmt_time(p), f"{t / p:.2f}")
+        line = headline([(t / b.rows[name], "") for name, t in tandem.items() if name in b.rows])
+        if line:
+            print(line)
     return 0
 
 

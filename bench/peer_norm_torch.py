@@ -13,36 +13,20 @@ torch.no_grad(), fwd+bwd the forward recorded and torch.autograd.grad of sum(y *
 bias; beside x.clone() of the same input. Passes: 1 thread, then every core (torch.set_num_threads); on cuda one
 pass, and every timed batch of calls ends with torch.cuda.synchronize().
 """
-import argparse
 import os
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
-# From peer_torch.py (this file's folder): the sampling and the table's time fields.
-from peer_torch import Sampler, fmt_time, fmt_value, parse_time, table_lines
+# From peer_torch.py (this file's folder): the sampling on a device, the options, and writing and reading the tables.
+from peer_torch import (describe, fmt_time, fmt_value, headline, peer_arguments, print_compare_table, print_row,
+                        resolve_device, table_rows, time_all)
+
+WIDTHS = (-4, -20, -14, 10, 12, 18, 6)  # bench_norm's columns
 
 
-def wait_for(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_all(fns, budget, device):
-    """Median seconds per call of each callable, their samples interleaved."""
-    s = [Sampler(f, lambda: wait_for(device)) for f in fns]
-    start = time.perf_counter()
-    while not all(x.enough(start, budget) for x in s):
-        for x in s:
-            x.sample()
-    return [statistics.median(x.samples) for x in s]
-
-
-def print_line(thr, name, size, t, figure, reference, ratio):
-    """bench_norm's columns (two or more spaces apart)."""
-    print(f"{thr:<4}  {name:<20}  {size:<14}  {t:>10}  {figure:>12}  {reference:>18}  {ratio:>6}", flush=True)
+def print_line(*fields):
+    print_row(WIDTHS, *fields)
 
 
 class Bench:
@@ -54,7 +38,7 @@ class Bench:
 
     def emit(self, section, name, size, t, figure, reference, ratio):
         if self.selected(section, name):
-            self.rows[(str(self.threads), name, size)] = t
+            self.rows[(str(self.threads), name, size)] = (t, ratio)
             print_line(self.threads, name, size, fmt_time(t), figure, reference, ratio)
 
     def selected(self, section, name):
@@ -101,38 +85,21 @@ class Bench:
         self.layer("layer_norm", f"{rows}x1024", x, lambda t: F.layer_norm(t, [d], w, b, 1e-5), [w, b])
 
 
-def read_table(path):
-    """{(thr, case, size): seconds} from a table in bench_norm's format."""
-    return {(f[0], f[1], f[2]): parse_time(f[3]) for f in table_lines(path)}
-
-
 def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster)")
-    print(f"{'thr':<4}  {'case':<20}  {'size':<14}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}")
-    for key, t in tandem_rows.items():
-        if key in torch_rows and t is not None and torch_rows[key] is not None:
-            p = torch_rows[key]
-            print(f"{key[0]:<4}  {key[1]:<20}  {key[2]:<14}  {fmt_time(t):>10}  {fmt_time(p):>10}  {t / p:>12.2f}")
-    ratios = [t / torch_rows[key] for key, t in tandem_rows.items() if t and key in torch_rows and torch_rows[key]]
-    if ratios:
-        print(f"headline: tandem/torch time {statistics.geometric_mean(ratios):.2f} (geometric mean of "
-              f"{len(ratios)} cases; {min(ratios):.2f} to {max(ratios):.2f})")
+    print_compare_table(tandem_rows, torch_rows, 20, 14, ratio_columns=False)
+    line = headline([(t / torch_rows[key][0], "") for key, (t, _) in tandem_rows.items()
+                     if t and key in torch_rows and torch_rows[key][0]])
+    if line:
+        print(line)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--filter", default="")
-    ap.add_argument("--compare", metavar="TANDEM_TABLE")
-    args = ap.parse_args()
-    device = torch.device(args.device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    args = peer_arguments(__doc__.split("\n")[0], "bench_norm").parse_args()
+    device = resolve_device(args.device, "peer_norm_torch")
     torch.manual_seed(0)
     cores = os.cpu_count() or 1
-    name = "cpu" if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})"
-    print(f"# peer_norm_torch: torch {torch.__version__}; {cores} hardware threads; device {name}"
+    print(f"# peer_norm_torch: torch {torch.__version__}; {cores} hardware threads; device {describe(device)}"
           f"{'; --quick' if args.quick else ''}")
     print_line("thr", "case", "size", "time", "figure", "reference", "ratio")
     b = Bench(args.quick, args.filter, device)
@@ -141,7 +108,7 @@ def main():
         b.run_pass(cores)
     if args.compare:
         print()
-        print_comparison(read_table(args.compare), b.rows)
+        print_comparison(table_rows(args.compare), b.rows)
 
 
 if __name__ == "__main__":

@@ -12,37 +12,19 @@ torch's optimizers run with foreach=True (its multi-tensor path: one _foreach_* 
 list); clip_grad_norm_ as torch ships it (1.13: one norm per gradient, then a mul_ per gradient). The reference, as in
 bench_optim: torch's copy_ moving as many bytes. On cuda every timed batch of calls ends with torch.cuda.synchronize().
 """
-import argparse
-import math
 import os
-import re
-import statistics
-import sys
-import time
 
 import torch
 
-# From peer_torch.py (this file's folder): the sampling and the table's fields.
-from peer_torch import Sampler, fmt_time, fmt_value, parse_time
+# From peer_torch.py (this file's folder): the sampling on a device, the options, and writing and reading the tables.
+from peer_torch import (describe, fmt_time, fmt_value, headline, peer_arguments, print_compare_table, print_row,
+                        resolve_device, table_rows, time_all)
+
+WIDTHS = (-4, -22, -16, 10, 12, 18, 6)  # bench_optim's columns
 
 
-def wait_for(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_all(fns, budget, device):
-    """Median seconds per call of each callable, their samples interleaved."""
-    s = [Sampler(f, lambda: wait_for(device)) for f in fns]
-    start = time.perf_counter()
-    while not all(x.enough(start, budget) for x in s):
-        for x in s:
-            x.sample()
-    return [statistics.median(x.samples) for x in s]
-
-
-def print_line(thr, name, size, t, figure, reference, ratio):
-    print(f"{thr:<4}  {name:<22}  {size:<16}  {t:>10}  {figure:>12}  {reference:>18}  {ratio:>6}", flush=True)
+def print_line(*fields):
+    print_row(WIDTHS, *fields)
 
 
 def param_set(name, shapes, device):
@@ -99,53 +81,21 @@ def run_pass(args, device, sets, threads):
     return rows
 
 
-def table_lines(path):
-    with open(path) as f:
-        for line in f:
-            fields = re.split(r"\s{2,}", line.strip())
-            if not (line.startswith("#") or len(fields) != 7 or fields[0] == "thr"):
-                yield fields
-
-
-def read_table(path):
-    return {(f[0], f[1], f[2]): (parse_time(f[3]), f[6]) for f in table_lines(path)}
-
-
 def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster), and each program's fraction of")
     print("# its copy reference")
-    print(f"{'thr':<4}  {'case':<22}  {'size':<16}  {'tandem':>10}  {'torch':>10}  {'tandem/torch':>12}  "
-          f"{'ratio tandem':>12}  {'ratio torch':>11}")
-    ratios = []
-    for key, (t, ratio) in tandem_rows.items():
-        if key not in torch_rows:
-            continue
-        p, p_ratio = torch_rows[key]
-        ratios.append(t / p)
-        print(f"{key[0]:<4}  {key[1]:<22}  {key[2]:<16}  {fmt_time(t):>10}  {fmt_time(p):>10}  {t / p:>12.2f}  "
-              f"{ratio:>12}  {p_ratio:>11}")
-    if ratios:
-        mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"headline: tandem/torch time {mean:.2f} (geometric mean of {len(ratios)} cases; {min(ratios):.2f} to "
-              f"{max(ratios):.2f})")
+    print_compare_table(tandem_rows, torch_rows, 22, 16, ratio_columns=True)
+    line = headline([(t / torch_rows[key][0], "") for key, (t, _) in tandem_rows.items() if key in torch_rows])
+    if line:
+        print(line)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
-    p.add_argument("--quick", action="store_true", help="shorter timings (a smoke run)")
-    p.add_argument("--filter", default="", help="only the cases whose name contains this")
-    p.add_argument("--compare", metavar="TANDEM_TABLE", help="bench_optim's output: print Tandem/torch ratios")
-    args = p.parse_args()
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        sys.exit(f"peer_optim_torch: --device {args.device}: torch {torch.__version__} sees no CUDA device")
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
+    args = peer_arguments(__doc__.split("\n\n")[0], "bench_optim").parse_args()
+    device = resolve_device(args.device, "peer_optim_torch")
     torch.manual_seed(0)
-    name = "cpu" if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})"
-    print(f"# peer_optim_torch: torch {torch.__version__}; {os.cpu_count()} hardware threads; device {name}"
-          f"{'; --quick' if args.quick else ''}")
+    print(f"# peer_optim_torch: torch {torch.__version__}; {os.cpu_count()} hardware threads; device "
+          f"{describe(device)}{'; --quick' if args.quick else ''}")
     print("# the table of bench_optim, for torch (optimizers with foreach=True)")
     print_line("thr", "case", "size", "time", "figure", "reference", "ratio")
     sets = param_sets(device)
@@ -155,7 +105,7 @@ def main():
         rows.update(run_pass(args, device, sets, threads))
     if args.compare:
         print()
-        print_comparison(read_table(args.compare), rows)
+        print_comparison(table_rows(args.compare), rows)
 
 
 if __name__ == "__main__":

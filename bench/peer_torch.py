@@ -69,6 +69,102 @@ def time_pair(op, ceiling, budget):
     return statistics.median(a.samples), statistics.median(b.samples)
 
 
+# ---------------------------------------------------------------- shared by the device peers
+# (peer_autograd_torch, peer_nn_torch, peer_norm_torch, peer_optim_torch)
+
+def wait_for(device):
+    """A GPU runs a launch after the call that queued it returned: a timed batch ends when the device is done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_all(fns, budget, device):
+    """Median seconds per call of each callable on device, their samples interleaved so that a change in the
+    machine's load touches all of them alike."""
+    s = [Sampler(f, lambda: wait_for(device)) for f in fns]
+    start = time.perf_counter()
+    while not all(x.enough(start, budget) for x in s):
+        for x in s:
+            x.sample()
+    return [statistics.median(x.samples) for x in s]
+
+
+def peer_arguments(description, tandem_bench, threads=False):
+    """The parser of a device peer's options: --device, [--threads,] --quick, --filter, --compare."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N: where the tensors live (default cpu)")
+    if threads:
+        p.add_argument("--threads", type=int, default=1, help="torch's CPU threads (default 1)")
+    p.add_argument("--quick", action="store_true", help="shorter timings (a smoke run)")
+    p.add_argument("--filter", default="", help="only the cases whose section or name contains this")
+    p.add_argument("--compare", metavar="TANDEM_TABLE", help=f"{tandem_bench}'s output: print Tandem/torch ratios")
+    return p
+
+
+def resolve_device(spec, program):
+    """torch.device of --device, with cuda's index filled in; exits with the reason where there is no such
+    device."""
+    try:
+        device = torch.device(spec)
+    except RuntimeError as e:
+        sys.exit(f"{program}: --device {spec}: {e}")
+    if device.type == "cpu":
+        return device
+    if device.type != "cuda":
+        sys.exit(f"{program}: --device {spec}: expected cpu, cuda or cuda:N")
+    if not torch.cuda.is_available():
+        sys.exit(f"{program}: --device {spec}: torch {torch.__version__} (CUDA build: "
+                 f"{torch.version.cuda or 'none'}) sees no CUDA device: torch.cuda.is_available() is False. Use "
+                 f"--device cpu, or run it with a torch that has a GPU")
+    count = torch.cuda.device_count()
+    index = torch.cuda.current_device() if device.index is None else device.index
+    if index >= count:
+        sys.exit(f"{program}: --device {spec}: there {'is' if count == 1 else 'are'} {count} CUDA "
+                 f"device{'' if count == 1 else 's'} (cuda:0 to cuda:{count - 1})")
+    return torch.device("cuda", index)
+
+
+def describe(device):
+    """The device as the first comment line names it: "cpu", or "cuda:0 (its name)"."""
+    return "cpu" if device.type == "cpu" else f"{device} ({torch.cuda.get_device_name(device)})"
+
+
+def print_row(widths, *fields):
+    """One line of a table whose columns are two spaces apart (a device bench's table or a comparison): widths[i]
+    is field i's width, negative to align it left; flushed, so that a long run shows each line as it is measured."""
+    print("  ".join(f"{f:<{-w}}" if w < 0 else f"{f:>{w}}" for f, w in zip(fields, widths)), flush=True)
+
+
+def print_compare_table(tandem_rows, torch_rows, case_w, size_w, ratio_columns):
+    """The Tandem/torch table of a device bench: {(thr, case, size): (seconds or None, ratio)} from each program,
+    a line per case of Tandem's that torch has too; with ratio_columns each program's own ratio column beside."""
+    widths = (-4, -case_w, -size_w, 10, 10, 12) + ((12, 11) if ratio_columns else ())
+    print_row(widths, "thr", "case", "size", "tandem", "torch", "tandem/torch",
+              *(("ratio tandem", "ratio torch") if ratio_columns else ()))
+    for key, (t, ratio) in tandem_rows.items():
+        if key not in torch_rows:
+            continue
+        p, p_ratio = torch_rows[key]
+        times = (fmt_time(t), fmt_time(p), f"{t / p:.2f}") if t is not None and p is not None else ("-", "-", "-")
+        print_row(widths, *key, *times, *((ratio, p_ratio) if ratio_columns else ()))
+
+
+def headline(ratios):
+    """The line scripts/gpu-check.sh reads for its summary, from [(time of Tandem / time of torch, label)] over the
+    cases both tables time: their geometric mean, the lowest and the highest (each with its label where it has one);
+    None where there is no case."""
+    if not ratios:
+        return None
+    ratios = sorted(ratios, key=lambda r: r[0])
+    mean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
+
+    def end(r):
+        return f"{r[0]:.2f} {r[1]}" if r[1] else f"{r[0]:.2f}"
+
+    return (f"headline: tandem/torch time {mean:.2f} (geometric mean of {len(ratios)} cases; {end(ratios[0])} to "
+            f"{end(ratios[-1])})")
+
+
 # ---------------------------------------------------------------- OpenBLAS through ctypes
 
 def load_openblas():
@@ -260,6 +356,12 @@ def parse_time(field):
 def read_table(path):
     """{(thr, case, size): seconds} from a table in the format above."""
     return {(f[0], f[1], f[2]): parse_time(f[3]) for f in table_lines(path)}
+
+
+def table_rows(path):
+    """{(thr, case, size): (seconds or None, ratio)} from a device bench's table (bench_autograd, bench_norm,
+    bench_optim, their peers): the same seven columns as above."""
+    return {(f[0], f[1], f[2]): (parse_time(f[3]), f[6]) for f in table_lines(path)}
 
 
 def print_comparison(tandem_rows, torch_rows):
