@@ -89,7 +89,7 @@ def read_rows(path):
 
 
 def main():
-    args = peer_arguments(__doc__.split("\n")[0], "bench_nn", threads=True).parse_args()
+    args = peer_arguments(__doc__.split("\n\n")[0], "bench_nn", threads=True).parse_args()
     device = resolve_device(args.device, "peer_nn_torch")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -95,7 +95,7 @@ def print_comparison(tandem_rows, torch_rows):
 
 
 def main():
-    args = peer_arguments(__doc__.split("\n")[0], "bench_norm").parse_args()
+    args = peer_arguments(__doc__.split("\n\n")[0], "bench_norm").parse_args()
     device = resolve_device(args.device, "peer_norm_torch")
     torch.manual_seed(0)
     cores = os.cpu_count() or 1
