@@ -21,8 +21,7 @@ using namespace tandem;
 
 namespace {
 
-struct Case {
-  std::string name;
+struct Case : test::ReferenceCase {
   std::vector<Tensor> inputs;
   std::vector<bool> requires_grad;  // one flag per input
   Tensor seed;                      // undefined when the output is a scalar
@@ -32,37 +31,20 @@ struct Case {
 
 const std::string kFile = "autograd_reference.txt";
 
-// "key=value" from the words of a case line.
-std::string attr(const std::map<std::string, std::string>& attrs, const std::string& key) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) throw std::runtime_error(kFile + ": a case has no " + key);
-  return it->second;
-}
-
 std::vector<Case> load_cases() {
-  std::ifstream f = test::open_reference(kFile);
+  test::ReferenceReader file(kFile);
   std::vector<Case> cases;
-  std::string line;
-  auto next_tensor = [&] {
-    if (!std::getline(f, line)) throw std::runtime_error(kFile + ": truncated");
-    return test::parse_tensor(line, kFile);
-  };
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string tag;
-    Case c;
-    int n_in;
-    in >> tag >> c.name >> n_in;
-    std::map<std::string, std::string> attrs = test::parse_attrs(in);
-    std::istringstream flags(attr(attrs, "requires_grad"));
-    std::string flag;
-    while (std::getline(flags, flag, ',')) c.requires_grad.push_back(flag == "1");
+  auto next_tensor = [&] { return file.next_tensor(); };
+  // case <name> <n_inputs> requires_grad=... seed=...
+  for (Case c; file.next_case(c, 1); c = Case()) {
+    const int n_in = static_cast<int>(c.int_word(0));
+    std::istringstream flags(c.attr("requires_grad"));
+    for (std::string flag; std::getline(flags, flag, ',');) c.requires_grad.push_back(flag == "1");
     if (static_cast<int>(c.requires_grad.size()) != n_in)
       throw std::runtime_error(kFile + ": case " + c.name + " has a requires_grad flag count unlike " +
                                std::to_string(n_in) + " inputs");
     for (int i = 0; i < n_in; ++i) c.inputs.push_back(next_tensor());
-    if (attr(attrs, "seed") == "1") c.seed = next_tensor();
+    if (c.flag("seed")) c.seed = next_tensor();
     c.output = next_tensor();
     for (bool rg : c.requires_grad)
       if (rg) c.grads.push_back(next_tensor());

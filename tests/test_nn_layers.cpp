@@ -27,49 +27,23 @@ namespace {
 
 // ---------------------------------------------------------------- reference data
 
-struct Case {
-  std::string name, op;
-  std::map<std::string, std::string> attrs;
+struct Case : test::ReferenceCase {
+  std::string op;
   Tensor input, weight, bias, seed, output, indices, grad_input, grad_weight, grad_bias;
 };
 
 const std::string kFile = "nn_layers_reference.txt";
 
-std::string attr(const Case& c, const std::string& key) {
-  auto it = c.attrs.find(key);
-  if (it == c.attrs.end()) throw std::runtime_error(kFile + ": case " + c.name + " has no " + key);
-  return it->second;
-}
-
-// "h,w" as {h, w}.
-Shape pair_attr(const Case& c, const std::string& key) {
-  const std::string v = attr(c, key);
-  const size_t comma = v.find(',');
-  return {std::stoll(v.substr(0, comma)), std::stoll(v.substr(comma + 1))};
-}
-
-int64_t int_attr(const Case& c, const std::string& key) { return std::stoll(attr(c, key)); }
-
 std::vector<Case> load_cases() {
-  std::ifstream f = test::open_reference(kFile);
+  test::ReferenceReader file(kFile);
   std::vector<Case> cases;
-  std::string line;
-  auto next_tensor = [&] {
-    if (!std::getline(f, line)) throw std::runtime_error(kFile + ": truncated");
-    return test::parse_tensor(line, kFile);
-  };
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string tag;
-    Case c;
-    in >> tag >> c.name;
-    c.attrs = test::parse_attrs(in);
-    c.op = attr(c, "op");
+  auto next_tensor = [&] { return file.next_tensor(); };
+  for (Case c; file.next_case(c); c = Case()) {
+    c.op = c.attr("op");
     const bool conv = c.op == "conv2d";
     c.input = next_tensor();
     if (conv) c.weight = next_tensor();
-    if (conv && attr(c, "bias") == "1") c.bias = next_tensor();
+    if (conv && c.flag("bias")) c.bias = next_tensor();
     c.seed = next_tensor();
     c.output = next_tensor();
     if (c.op == "max_pool2d") c.indices = next_tensor();
@@ -100,9 +74,9 @@ struct Outputs {
 // through nn::functional and its option structs.
 Outputs run_op(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b, bool functional) {
   if (c.op == "conv2d") {
-    const Shape stride = pair_attr(c, "stride"), dilation = pair_attr(c, "dilation");
-    const int64_t groups = int_attr(c, "groups");
-    const std::string padding = attr(c, "padding");
+    const Shape stride = c.pair_attr("stride"), dilation = c.pair_attr("dilation");
+    const int64_t groups = c.int_attr("groups");
+    const std::string padding = c.attr("padding");
     const bool named = padding == "same" || padding == "valid";
     if (functional) {
       F::Conv2dFuncOptions o;
@@ -110,18 +84,18 @@ Outputs run_op(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b,
       if (named) {
         o.padding(padding);
       } else {
-        const Shape p = pair_attr(c, "padding");
+        const Shape p = c.pair_attr("padding");
         o.padding({p[0], p[1]});
       }
       return {F::conv2d(x, w, o), {}};
     }
     if (named) return {conv2d(x, w, b, stride, padding, dilation, groups), {}};
-    return {conv2d(x, w, b, stride, pair_attr(c, "padding"), dilation, groups), {}};
+    return {conv2d(x, w, b, stride, c.pair_attr("padding"), dilation, groups), {}};
   }
   if (c.op == "max_pool2d") {
-    const Shape kernel = pair_attr(c, "kernel");
-    const Shape stride = pair_attr(c, "stride"), padding = pair_attr(c, "padding"), dilation = pair_attr(c, "dilation");
-    const bool ceil = int_attr(c, "ceil_mode") != 0;
+    const Shape kernel = c.pair_attr("kernel");
+    const Shape stride = c.pair_attr("stride"), padding = c.pair_attr("padding"), dilation = c.pair_attr("dilation");
+    const bool ceil = c.int_attr("ceil_mode") != 0;
     if (functional) {
       auto [out, idx] = F::max_pool2d_with_indices(x, F::MaxPool2dFuncOptions({kernel[0], kernel[1]})
                                                           .stride({stride[0], stride[1]})
@@ -134,10 +108,10 @@ Outputs run_op(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b,
     return {out, idx};
   }
   if (c.op == "avg_pool2d") {
-    const Shape kernel = pair_attr(c, "kernel");
-    const Shape stride = pair_attr(c, "stride"), padding = pair_attr(c, "padding");
-    const bool ceil = int_attr(c, "ceil_mode") != 0, count_pad = int_attr(c, "count_include_pad") != 0;
-    const int64_t div = int_attr(c, "divisor_override");
+    const Shape kernel = c.pair_attr("kernel");
+    const Shape stride = c.pair_attr("stride"), padding = c.pair_attr("padding");
+    const bool ceil = c.int_attr("ceil_mode") != 0, count_pad = c.int_attr("count_include_pad") != 0;
+    const int64_t div = c.int_attr("divisor_override");
     const std::optional<int64_t> divisor = div != 0 ? std::optional<int64_t>(div) : std::nullopt;
     if (functional) {
       return {F::avg_pool2d(x, F::AvgPool2dFuncOptions({kernel[0], kernel[1]})
@@ -151,7 +125,7 @@ Outputs run_op(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b,
     return {avg_pool2d(x, kernel, stride, padding, ceil, count_pad, divisor), {}};
   }
   if (c.op == "adaptive_avg_pool2d") {
-    const Shape size = pair_attr(c, "output_size");
+    const Shape size = c.pair_attr("output_size");
     if (functional) return {F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions({size[0], size[1]})), {}};
     return {adaptive_avg_pool2d(x, size), {}};
   }

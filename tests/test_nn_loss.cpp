@@ -22,8 +22,7 @@ namespace {
 
 // ---------------------------------------------------------------- reference data
 
-struct Case {
-  std::string name;
+struct Case : test::ReferenceCase {
   std::string loss;  // ce, nll, mse, l1, bce
   nn::Reduction reduction = nn::Reduction::Mean;
   int64_t ignore_index = -100;
@@ -33,12 +32,6 @@ struct Case {
 
 const std::string kFile = "nn_loss_reference.txt";
 
-std::string attr(const std::map<std::string, std::string>& attrs, const std::string& key) {
-  auto it = attrs.find(key);
-  if (it == attrs.end()) throw std::runtime_error(kFile + ": a case has no " + key);
-  return it->second;
-}
-
 nn::Reduction parse_reduction(const std::string& s) {
   if (s == "none") return nn::Reduction::None;
   if (s == "mean") return nn::Reduction::Mean;
@@ -47,32 +40,22 @@ nn::Reduction parse_reduction(const std::string& s) {
 }
 
 std::vector<Case> load_cases() {
-  std::ifstream f = test::open_reference(kFile);
+  test::ReferenceReader file(kFile);
   std::vector<Case> cases;
-  std::string line;
-  auto next_tensor = [&] {
-    if (!std::getline(f, line)) throw std::runtime_error(kFile + ": truncated");
-    return test::parse_tensor(line, kFile);
-  };
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string tag;
-    Case c;
-    in >> tag >> c.name;
-    std::map<std::string, std::string> attrs = test::parse_attrs(in);
-    c.loss = attr(attrs, "loss");
-    c.reduction = parse_reduction(attr(attrs, "reduction"));
-    c.ignore_index = std::stoll(attr(attrs, "ignore_index"));
-    c.label_smoothing = std::stod(attr(attrs, "label_smoothing"));
+  auto next_tensor = [&] { return file.next_tensor(); };
+  for (Case c; file.next_case(c); c = Case()) {
+    c.loss = c.attr("loss");
+    c.reduction = parse_reduction(c.attr("reduction"));
+    c.ignore_index = c.int_attr("ignore_index");
+    c.label_smoothing = c.double_attr("label_smoothing");
     c.input = next_tensor();
     c.target = next_tensor();
-    if (attr(attrs, "weight") == "1") c.weight = next_tensor();
-    if (attr(attrs, "pos_weight") == "1") c.pos_weight = next_tensor();
-    if (attr(attrs, "seed") == "1") c.seed = next_tensor();
+    if (c.flag("weight")) c.weight = next_tensor();
+    if (c.flag("pos_weight")) c.pos_weight = next_tensor();
+    if (c.flag("seed")) c.seed = next_tensor();
     c.output = next_tensor();
     c.grad_input = next_tensor();
-    if (attr(attrs, "target_grad") == "1") c.grad_target = next_tensor();
+    if (c.flag("target_grad")) c.grad_target = next_tensor();
     cases.push_back(std::move(c));
   }
   return cases;

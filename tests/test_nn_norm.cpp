@@ -27,48 +27,27 @@ namespace {
 
 // ---------------------------------------------------------------- reference data
 
-struct Case {
-  std::string name, op;
-  std::map<std::string, std::string> attrs;
+struct Case : test::ReferenceCase {
+  std::string op;
   std::map<std::string, Tensor> tensors;
 
   bool has(const std::string& key) const { return tensors.count(key) != 0; }
   const Tensor& at(const std::string& key) const {
     auto it = tensors.find(key);
-    if (it == tensors.end()) throw std::runtime_error("case " + name + " has no tensor " + key);
+    if (it == tensors.end()) throw std::runtime_error(file + ": case " + name + " has no tensor " + key);
     return it->second;
-  }
-  const std::string& attr(const std::string& key) const {
-    auto it = attrs.find(key);
-    if (it == attrs.end()) throw std::runtime_error("case " + name + " has no " + key);
-    return it->second;
-  }
-  bool flag(const std::string& key) const { return attr(key) == "1"; }
-  std::optional<double> optional_double(const std::string& key) const {
-    return attr(key) == "none" ? std::nullopt : std::optional<double>(std::stod(attr(key)));
   }
 };
 
 const std::string kFile = "nn_norm_reference.txt";
 
 std::vector<Case> load_cases() {
-  std::ifstream f = test::open_reference(kFile);
+  test::ReferenceReader file(kFile);
   std::vector<Case> cases;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string tag;
-    Case c;
-    in >> tag >> c.name;
-    c.attrs = test::parse_attrs(in);
+  for (Case c; file.next_case(c); c = Case()) {
     c.op = c.attr("op");
     std::istringstream names(c.attr("tensors"));
-    std::string name;
-    while (std::getline(names, name, ',')) {
-      if (!std::getline(f, line)) throw std::runtime_error(kFile + ": truncated in case " + c.name);
-      c.tensors[name] = test::parse_tensor(line, kFile);
-    }
+    for (std::string name; std::getline(names, name, ',');) c.tensors[name] = file.next_tensor();
     cases.push_back(std::move(c));
   }
   return cases;
@@ -111,10 +90,7 @@ void check_batch_norm_case(const Case& c, const Device& device, Dtype dtype, boo
   const int64_t C = c.at("input0").size(1);
   const bool affine = c.flag("affine"), track = c.flag("track"), training = c.flag("training");
   nn::BatchNormOptions options(C);
-  options.eps(std::stod(c.attr("eps")))
-      .momentum(c.optional_double("momentum"))
-      .affine(affine)
-      .track_running_stats(track);
+  options.eps(c.double_attr("eps")).momentum(c.optional_double("momentum")).affine(affine).track_running_stats(track);
   std::shared_ptr<nn::BatchNormImplBase> m;
   if (c.op == "bn2d")
     m = nn::BatchNorm2d(options).ptr();
@@ -133,7 +109,7 @@ void check_batch_norm_case(const Case& c, const Device& device, Dtype dtype, boo
     }
   }
   m->train(training);
-  const int steps = std::stoi(c.attr("steps"));
+  const int steps = static_cast<int>(c.int_attr("steps"));
   Tensor x, out;
   for (int i = 0; i < steps; ++i) {
     x = on(c.at("input" + std::to_string(i)), device, dtype);
@@ -162,16 +138,14 @@ void check_batch_norm_case(const Case& c, const Device& device, Dtype dtype, boo
   if (track) {
     test::check_close(m->running_mean, c.at("running_mean_after"), tolerance_for(dtype));
     test::check_close(m->running_var, c.at("running_var_after"), tolerance_for(dtype));
-    CHECK(m->num_batches_tracked.item<int64_t>() == std::stoll(c.attr("batches")));
+    CHECK(m->num_batches_tracked.item<int64_t>() == c.int_attr("batches"));
     CHECK(m->running_mean.device() == device);
   }
 }
 
 void check_layer_norm_case(const Case& c, const Device& device, Dtype dtype, bool strided) {
   INFO("case " << c.name << " on " << device.str() << " in " << dtype << (strided ? ", non-contiguous" : ""));
-  std::vector<int64_t> shape;
-  std::istringstream sizes(c.attr("shape"));
-  for (std::string s; std::getline(sizes, s, ',');) shape.push_back(std::stoll(s));
+  const std::vector<int64_t> shape = c.ints_attr("shape");
   Tensor x = on(c.at("input"), device, dtype);
   if (strided) x = non_contiguous(x);
   x.requires_grad_();
@@ -184,7 +158,7 @@ void check_layer_norm_case(const Case& c, const Device& device, Dtype dtype, boo
     leaves.insert(leaves.end(), {w, b});
     expected.insert(expected.end(), {"grad_weight", "grad_bias"});
   }
-  Tensor out = F::layer_norm(x, F::LayerNormFuncOptions(shape).weight(w).bias(b).eps(std::stod(c.attr("eps"))));
+  Tensor out = F::layer_norm(x, F::LayerNormFuncOptions(shape).weight(w).bias(b).eps(c.double_attr("eps")));
   CHECK(out.device() == device);
   REQUIRE(out.dtype() == dtype);
   test::check_close(out, c.at("output"), tolerance_for(dtype));
@@ -202,7 +176,7 @@ void check_embedding_case(const Case& c, const Device& device, Dtype dtype, Dtyp
   Tensor w = on(c.at("weight"), device, dtype).requires_grad_();
   Tensor idx = c.at("indices").to(device, index_dtype);
   F::EmbeddingFuncOptions options;
-  if (c.attr("padding_idx") != "none") options.padding_idx(std::stoll(c.attr("padding_idx")));
+  if (c.attr("padding_idx") != "none") options.padding_idx(c.int_attr("padding_idx"));
   options.scale_grad_by_freq(c.flag("scale_grad_by_freq")).max_norm(c.optional_double("max_norm"));
   Tensor out = F::embedding(idx, w, options);
   CHECK(out.device() == device);
@@ -258,7 +232,7 @@ TEST_CASE("the reference file covers every layer and option", "[nn][norm][refere
       eval += !c.flag("training");
       untracked += !c.flag("track");
       no_affine += !c.flag("affine");
-      two_steps += std::stoi(c.attr("steps")) >= 2;
+      two_steps += c.int_attr("steps") >= 2;
     }
     if (c.op == "emb") padded += c.attr("padding_idx") != "none";
   }

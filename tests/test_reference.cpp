@@ -15,52 +15,37 @@ using namespace tandem;
 
 namespace {
 
-struct Case {
-  std::string name, op;
-  std::map<std::string, std::string> attrs;
+struct Case : test::ReferenceCase {
+  std::string op;
   std::vector<Tensor> inputs, outputs;
 };
 
 const std::string kFile = "reference.txt";
 
 std::vector<Case> load_cases() {
-  std::ifstream f = test::open_reference(kFile);
+  test::ReferenceReader file(kFile);
   std::vector<Case> cases;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string tag;
-    Case c;
-    int n_in, n_out;
-    in >> tag >> c.name >> c.op >> n_in >> n_out;
-    c.attrs = test::parse_attrs(in);
-    for (int i = 0; i < n_in + n_out; ++i) {
-      std::getline(f, line);
-      (i < n_in ? c.inputs : c.outputs).push_back(test::parse_tensor(line, kFile));
-    }
+  // case <name> <op> <n_inputs> <n_outputs> <key=value...>
+  for (Case c; file.next_case(c, 3); c = Case()) {
+    c.op = c.words[0];
+    const int64_t n_in = c.int_word(1), n_out = c.int_word(2);
+    for (int64_t i = 0; i < n_in + n_out; ++i) (i < n_in ? c.inputs : c.outputs).push_back(file.next_tensor());
     cases.push_back(std::move(c));
   }
   return cases;
 }
 
 Scalar scalar_attr(const Case& c, const std::string& key) {
-  const std::string& s = c.attrs.at(key);
+  const std::string& s = c.attr(key);
   if (s.find_first_of(".en") != std::string::npos) return Scalar(std::stod(s));
   return Scalar(static_cast<int64_t>(std::stoll(s)));
 }
 int64_t int_attr(const Case& c, const std::string& key, int64_t fallback = 0) {
-  auto it = c.attrs.find(key);
-  return it == c.attrs.end() ? fallback : std::stoll(it->second);
+  return c.has_attr(key) ? c.int_attr(key) : fallback;
 }
 std::vector<int64_t> dims_attr(const Case& c) {
-  std::vector<int64_t> dims;
-  auto it = c.attrs.find("dims");
-  if (it == c.attrs.end() || it->second == "none") return dims;
-  std::istringstream in(it->second);
-  std::string d;
-  while (std::getline(in, d, ',')) dims.push_back(std::stoll(d));
-  return dims;
+  if (!c.has_attr("dims") || c.attr("dims") == "none") return {};
+  return c.ints_attr("dims");
 }
 
 using Fn = std::function<std::vector<Tensor>(const Case&, const std::vector<Tensor>&)>;
@@ -103,16 +88,16 @@ std::map<std::string, Fn> ops() {
   binary("ge", ge);
   m["pow"] = [](const Case&, const std::vector<Tensor>& x) { return std::vector<Tensor>{pow(x[0], x[1])}; };
   m["add"] = [](const Case& c, const std::vector<Tensor>& x) {
-    return std::vector<Tensor>{add(x[0], x[1], c.attrs.count("alpha") ? scalar_attr(c, "alpha") : Scalar(1))};
+    return std::vector<Tensor>{add(x[0], x[1], c.has_attr("alpha") ? scalar_attr(c, "alpha") : Scalar(1))};
   };
   m["sub"] = [](const Case& c, const std::vector<Tensor>& x) {
-    return std::vector<Tensor>{sub(x[0], x[1], c.attrs.count("alpha") ? scalar_attr(c, "alpha") : Scalar(1))};
+    return std::vector<Tensor>{sub(x[0], x[1], c.has_attr("alpha") ? scalar_attr(c, "alpha") : Scalar(1))};
   };
   m["where"] = [](const Case&, const std::vector<Tensor>& x) { return std::vector<Tensor>{where(x[0], x[1], x[2])}; };
   m["clamp"] = [](const Case& c, const std::vector<Tensor>& x) {
     std::optional<Scalar> lo, hi;
-    if (c.attrs.count("min")) lo = scalar_attr(c, "min");
-    if (c.attrs.count("max")) hi = scalar_attr(c, "max");
+    if (c.has_attr("min")) lo = scalar_attr(c, "min");
+    if (c.has_attr("max")) hi = scalar_attr(c, "max");
     return std::vector<Tensor>{clamp(x[0], lo, hi)};
   };
   m["masked_fill"] = [](const Case& c, const std::vector<Tensor>& x) {
