@@ -70,6 +70,13 @@ inline std::map<std::string, std::string> parse_attrs(std::istream& in) {
   return attrs;
 }
 
+// The same values laid out with the first and last dims swapped in memory:
+// the non-contiguous variant each reference case also runs.
+inline Tensor non_contiguous(const Tensor& t) {
+  if (t.dim() < 2) return t;
+  return t.transpose(0, -1).contiguous().transpose(0, -1);
+}
+
 // A case line's name, its words between the name and the key=value ones, and
 // those as attrs. The lookups throw naming the file and the case.
 struct ReferenceCase {

@@ -21,6 +21,8 @@ using namespace tandem;
 
 namespace {
 
+using test::non_contiguous;
+
 struct Case : test::ReferenceCase {
   std::vector<Tensor> inputs;
   std::vector<bool> requires_grad;  // one flag per input
@@ -232,12 +234,6 @@ std::map<std::string, Expr> expressions() {
     return (grad_with_graph(y, x) * v).sum();
   };
   return m;
-}
-
-// The same values laid out with the first and last dims swapped in memory.
-Tensor non_contiguous(const Tensor& t) {
-  if (t.dim() < 2) return t;
-  return t.transpose(0, -1).contiguous().transpose(0, -1);
 }
 
 // Relative and absolute tolerance. In float64 looser than one op's 1e-12:

@@ -25,6 +25,8 @@ using Catch::Contains;
 
 namespace {
 
+using test::non_contiguous;
+
 // ---------------------------------------------------------------- reference data
 
 struct Case : test::ReferenceCase {
@@ -130,12 +132,6 @@ Outputs run_op(const Case& c, const Tensor& x, const Tensor& w, const Tensor& b,
     return {adaptive_avg_pool2d(x, size), {}};
   }
   throw std::runtime_error(kFile + ": unknown op " + c.op);
-}
-
-// The same values laid out with the first and last dims swapped in memory.
-Tensor non_contiguous(const Tensor& t) {
-  if (t.dim() < 2) return t;
-  return t.transpose(0, -1).contiguous().transpose(0, -1);
 }
 
 // float64: PyTorch and Tandem sum in other orders (a wrong formula is off by

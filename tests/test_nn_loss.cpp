@@ -20,6 +20,8 @@ using Catch::Contains;
 
 namespace {
 
+using test::non_contiguous;
+
 // ---------------------------------------------------------------- reference data
 
 struct Case : test::ReferenceCase {
@@ -89,12 +91,6 @@ Tensor run_loss(const Case& c, const Tensor& input, const Tensor& target, const 
         F::BinaryCrossEntropyWithLogitsFuncOptions().weight(weight).pos_weight(pos_weight).reduction(c.reduction));
   }
   throw std::runtime_error(kFile + ": unknown loss " + c.loss);
-}
-
-// The same values laid out with the first and last dims swapped in memory.
-Tensor non_contiguous(const Tensor& t) {
-  if (t.dim() < 2) return t;
-  return t.transpose(0, -1).contiguous().transpose(0, -1);
 }
 
 // float64: PyTorch and Tandem may order sums and evaluate exp/log differently

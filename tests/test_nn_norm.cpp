@@ -25,6 +25,8 @@ using Catch::Contains;
 
 namespace {
 
+using test::non_contiguous;
+
 // ---------------------------------------------------------------- reference data
 
 struct Case : test::ReferenceCase {
@@ -71,12 +73,6 @@ std::vector<const Case*> cases_of(const std::string& prefix) {
 test::Tolerance tolerance_for(Dtype dtype) {
   if (dtype == kFloat64) return {1e-10, 1e-12};
   return {1e-4, 1e-5};
-}
-
-// The same values laid out with the first and last dims swapped in memory.
-Tensor non_contiguous(const Tensor& t) {
-  if (t.dim() < 2) return t;
-  return t.transpose(0, -1).contiguous().transpose(0, -1);
 }
 
 // A fresh copy on device in dtype (never the case's own tensor: leaves and

@@ -15,6 +15,8 @@ using namespace tandem;
 
 namespace {
 
+using test::non_contiguous;
+
 struct Case : test::ReferenceCase {
   std::string op;
   std::vector<Tensor> inputs, outputs;
@@ -172,12 +174,6 @@ std::map<std::string, Fn> ops() {
     return std::vector<Tensor>{one_hot(x[0], int_attr(c, "num_classes", -1))};
   };
   return m;
-}
-
-// The same values laid out with the first and last dims swapped in memory.
-Tensor non_contiguous(const Tensor& t) {
-  if (t.dim() < 2) return t;
-  return t.transpose(0, -1).contiguous().transpose(0, -1);
 }
 
 // Reductions and softmax over float16/bfloat16 round intermediate results
