@@ -14,71 +14,34 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_common.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
-#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
 namespace {
 
-using bench::Clock;
 using bench::fmt_ratio;
 using bench::fmt_time;
 using bench::fmt_value;
+using bench::Fn;
 using bench::selected;
+using bench::time_all;
 
-// The common options, and this program's settings.
-struct Config : bench::Options {
-  Device device = kCPU;  // where every tensor of the cases lives (resolved: cuda has its index)
-  double scale = 1;      // of each section's sampling budget (--quick: 1/4)
-  int threads = 1;       // threads of the current pass, for Tandem, OpenBLAS and the ceilings
-};
-
-using Fn = std::function<void()>;
-
-// A GPU runs a launch after the call that queued it returned: a timed batch
-// ends when the device has finished its work, not when the host has queued it.
-struct WaitFor {
-  Device device;
-  void operator()() const {
-    if (device.is_cuda()) cuda::synchronize(device.index());
-  }
-};
-
-using Sampler = bench::Sampler<Fn, WaitFor>;
-
-// Median seconds per call of each callable, their samples interleaved so that
-// a change in the machine's load touches all of them alike.
-std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
-  std::vector<Sampler> s;
-  s.reserve(fns.size());
-  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
-  auto done = [&](Clock::time_point start) {
-    return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
-  };
-  for (auto start = Clock::now(); !done(start);)
-    for (Sampler& x : s) x.sample();
-  std::vector<double> medians;
-  for (Sampler& x : s) medians.push_back(x.median());
-  return medians;
-}
+using Config = bench::DeviceOptions;
 
 // ---------------------------------------------------------------- table
 
-// Columns are separated by two or more spaces and no field holds two in a
-// row, so peer_autograd_torch.py can read the table back. A derived line
-// (a ratio of two timed lines) has "-" for its time.
+// A derived line (a ratio of two timed lines) has "-" for its time.
+const bench::Table table{20, 20, 16, 24};
+
 void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
                 const std::string& figure, const std::string& reference, const std::string& ratio) {
-  bench::print_row("%-4s  %-20s  %-20s  %10s  %16s  %24s  %6s\n", thr, name, size, time, figure, reference, ratio);
+  table.line(thr, name, size, time, figure, reference, ratio);
 }
-
-void print_header() { print_line("thr", "case", "size", "time", "figure", "reference", "ratio"); }
 
 // ---------------------------------------------------------------- cases
 
@@ -354,11 +317,6 @@ void run_pass(Config cfg, int threads) {
   bench_mlp(cfg);
 }
 
-std::string describe(Device device) {
-  if (device.is_cpu()) return "cpu";
-  return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
-}
-
 void print_preamble(const Config& cfg, int hardware_threads) {
 #if BENCH_HAVE_CBLAS
   const std::string blas = openblas_get_config();
@@ -366,11 +324,8 @@ void print_preamble(const Config& cfg, int hardware_threads) {
   const std::string blas = "no OpenBLAS";
 #endif
   std::printf("# bench_autograd: Tandem %s, %s; %d hardware threads; device %s%s\n", version(), blas.c_str(),
-              hardware_threads, describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
-  if (cuda::is_emulated() && cfg.device.is_cuda())
-    std::printf(
-        "# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels; these\n"
-        "# times test the code path and say nothing about a GPU\n");
+              hardware_threads, bench::describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
+  bench::print_emulation_note(cfg.device);
   std::printf("# time: median per call (one chain, one graph, one step); ratio = figure / reference, both measured\n");
   std::printf("# in this run, a section's samples interleaved. chain, softmax: record = fwd record / fwd no-grad,\n");
   std::printf("# fwd+bwd = backward part (fwd+bwd - fwd record) / fwd record. mlp: fraction of the GEMM ceiling,\n");
@@ -387,23 +342,13 @@ void print_preamble(const Config& cfg, int hardware_threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu";
   Config cfg;
-  bench::parse_options(argc, argv, cfg, &device);
-  if (cfg.quick) cfg.scale = 0.25;
-  const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  try {
-    // "cuda" -> cuda:<current>; without a GPU, Tandem's error says why and how to emulate one.
-    cfg.device = resolve_device(Device(device), "--device");
-    manual_seed(0);
+  return bench::run_device_bench("bench_autograd", argc, argv, cfg, [&] {
+    const int all = bench::hardware_threads();
     print_preamble(cfg, all);
-    print_header();
+    table.header();
     run_pass(cfg, 1);
     // On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
     if (all > 1 && cfg.device.is_cpu()) run_pass(cfg, all);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_autograd: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

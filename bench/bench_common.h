@@ -1,6 +1,8 @@
-// What the benchmarks timed with the host's clock (bench_ops, bench_autograd)
-// share: sampling a callable in batches and taking the median, the fields of
-// their tables, and their common command-line options.
+// What the benchmarks timed with the host's clock (bench_ops and the device
+// benches bench_autograd, bench_nn, bench_norm, bench_optim) share: sampling a
+// callable in batches and taking the median (on a device: ending each batch
+// with a synchronisation), the fields and lines of their tables, their common
+// command-line options, and the device benches' start-up.
 #pragma once
 
 #include <algorithm>
@@ -10,8 +12,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "tandem/tandem.h"
+#include "tensor/ops/runtime.h"
 
 namespace bench {
 
@@ -64,6 +72,33 @@ struct Sampler {
   }
 };
 
+using Fn = std::function<void()>;
+
+// A GPU runs a launch after the call that queued it returned: a timed batch
+// ends when the device has finished its work, not when the host has queued it.
+struct WaitFor {
+  tandem::Device device;
+  void operator()() const {
+    if (device.is_cuda()) tandem::cuda::synchronize(device.index());
+  }
+};
+
+// Median seconds per call of each callable on device, their samples
+// interleaved so that a change in the machine's load touches all of them alike.
+inline std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, tandem::Device device) {
+  std::vector<Sampler<Fn, WaitFor>> s;
+  s.reserve(fns.size());
+  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
+  auto done = [&](Clock::time_point start) {
+    return std::all_of(s.begin(), s.end(), [&](const auto& x) { return x.enough(start, budget_s); });
+  };
+  for (auto start = Clock::now(); !done(start);)
+    for (auto& x : s) x.sample();
+  std::vector<double> medians;
+  for (auto& x : s) medians.push_back(x.median());
+  return medians;
+}
+
 // ---------------------------------------------------------------- table fields
 
 // v printed with the printf format f, then " unit".
@@ -93,6 +128,23 @@ inline std::string fmt_ratio(double r) {
   return buf;
 }
 
+// The columns of a device bench's table: thr, case, size, time, figure,
+// reference, ratio, two spaces apart; the widths that differ from bench to
+// bench are given. No field holds two spaces in a row, so that the bench's
+// torch peer (--compare) can read the table back.
+struct Table {
+  int name_width, size_width, figure_width, reference_width;
+
+  void line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
+            const std::string& figure, const std::string& reference, const std::string& ratio) const {
+    std::printf("%-4s  %-*s  %-*s  %10s  %*s  %*s  %6s\n", thr.c_str(), name_width, name.c_str(), size_width,
+                size.c_str(), time.c_str(), figure_width, figure.c_str(), reference_width, reference.c_str(),
+                ratio.c_str());
+    std::fflush(stdout);
+  }
+  void header() const { line("thr", "case", "size", "time", "figure", "reference", "ratio"); }
+};
+
 // One table line: the fields (std::strings) printed with `format`, one %s
 // each, and flushed, so that a long run shows each line as it is measured.
 template <typename... Fields>
@@ -109,10 +161,11 @@ struct Options {
   std::string filter;  // run only the cases whose section or name contains it
 };
 
-// Reads [--quick] [--filter SUBSTR] into o, and [--device SPEC] into *device
-// where device is given (left as it is when the option is absent); exits 2
+// Reads [--quick] [--filter SUBSTR] into o, [--device SPEC] into *device
+// where device is given and [--threads N] (at least 1) into *threads where
+// threads is given (each left as it is when its option is absent); exits 2
 // with the usage on anything else.
-inline void parse_options(int argc, char** argv, Options& o, std::string* device = nullptr) {
+inline void parse_options(int argc, char** argv, Options& o, std::string* device = nullptr, int* threads = nullptr) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       o.quick = true;
@@ -120,9 +173,11 @@ inline void parse_options(int argc, char** argv, Options& o, std::string* device
       o.filter = argv[++i];
     } else if (device && std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
       *device = argv[++i];
+    } else if (threads && std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      *threads = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s %s[--quick] [--filter SUBSTR]\n", argv[0],
-                   device ? "[--device cpu|cuda|cuda:N] " : "");
+      std::fprintf(stderr, "usage: %s %s%s[--quick] [--filter SUBSTR]\n", argv[0],
+                   device ? "[--device cpu|cuda|cuda:N] " : "", threads ? "[--threads N] " : "");
       std::exit(2);
     }
   }
@@ -132,6 +187,54 @@ inline void parse_options(int argc, char** argv, Options& o, std::string* device
 // case's section or its own name.
 inline bool selected(const Options& o, const std::string& section, const std::string& name) {
   return o.filter.empty() || section.find(o.filter) != std::string::npos || name.find(o.filter) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- device benches
+
+// The options of a device bench (bench_autograd, bench_nn, bench_norm,
+// bench_optim); each program's Config extends them.
+struct DeviceOptions : Options {
+  tandem::Device device = tandem::kCPU;  // where the cases' tensors live (resolved: cuda has its index)
+  double scale = 1;                      // of each case's sampling budget (--quick: 1/4)
+  int threads = 1;                       // threads of the current pass (bench_nn: --threads)
+};
+
+// The hardware threads, at least 1.
+inline int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+// The device as the first comment line names it: "cpu", or "cuda:0 (its name)".
+inline std::string describe(tandem::Device device) {
+  if (device.is_cpu()) return "cpu";
+  return device.str() + " (" + tandem::cuda::get_device_name(device.index()) + ")";
+}
+
+// The main of a device bench: reads the options into o (--threads where
+// with_threads), scales the sampling down for --quick, resolves --device
+// ("cuda" -> cuda:<current>; without a GPU, Tandem's error says why and how to
+// emulate one), seeds Tandem's generator with 0 and runs body(); an exception
+// ends it with "name: what" and exit status 1.
+inline int run_device_bench(const char* name, int argc, char** argv, DeviceOptions& o,
+                            const std::function<void()>& body, bool with_threads = false) {
+  std::string device = "cpu";
+  parse_options(argc, argv, o, &device, with_threads ? &o.threads : nullptr);
+  if (o.quick) o.scale = 0.25;
+  try {
+    o.device = tandem::resolve_device(tandem::Device(device), "--device");
+    tandem::manual_seed(0);
+    body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+  return 0;
+}
+
+// The note of a bench run on an emulated cuda device (TANDEM_EMULATE_CUDA).
+inline void print_emulation_note(tandem::Device device) {
+  if (tandem::cuda::is_emulated() && device.is_cuda())
+    std::printf(
+        "# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels; these\n"
+        "# times test the code path and say nothing about a GPU\n");
 }
 
 }  // namespace bench

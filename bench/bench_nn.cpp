@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,7 +13,6 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cuda/conv.h"
 #include "tandem/tandem.h"
-#include "tensor/ops/runtime.h"
 
 #if BENCH_HAVE_CBLAS
 #include <cblas.h>
@@ -28,27 +25,12 @@ namespace {
 
 using bench::fmt_time;
 using bench::fmt_value;
+using bench::Fn;
 
-struct Config : bench::Options {
-  Device device = kCPU;
-  int threads = 1;
-  double budget_s = 1.0;  // sampling time per case
-};
+// scale: of the sampling time per case (1 s; --quick: 1/4); threads: --threads.
+using Config = bench::DeviceOptions;
 
-using Fn = std::function<void()>;
-
-struct WaitFor {
-  Device device;
-  void operator()() const {
-    if (device.is_cuda()) cuda::synchronize(device.index());
-  }
-};
-
-double time_call(const Fn& f, const Config& cfg) {
-  bench::Sampler<Fn, WaitFor> s(f, WaitFor{cfg.device});
-  for (auto start = bench::Clock::now(); !s.enough(start, cfg.budget_s);) s.sample();
-  return s.median();
-}
+double time_call(const Fn& f, const Config& cfg) { return bench::time_all({f}, cfg.scale, cfg.device)[0]; }
 
 // Columns separated by two or more spaces, as peer_nn_torch.py reads them back.
 void print_line(const std::string& name, const std::string& size, const std::string& time, const std::string& figure,
@@ -169,40 +151,25 @@ void pool_case(const Config& cfg, const char* name, int64_t n, int64_t c, int64_
 
 int main(int argc, char** argv) {
   Config cfg;
-  std::string device = "cpu";
-  // --threads N is this program's own; the rest are bench_common's.
-  std::vector<char*> rest{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      cfg.threads = std::max(1, std::atoi(argv[++i]));
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  bench::parse_options(static_cast<int>(rest.size()), rest.data(), cfg, &device);
-  if (cfg.quick) cfg.budget_s = 0.25;
-  try {
-    cfg.device = resolve_device(Device(device), "--device");
-    cpu::set_num_threads(cfg.threads);
+  return bench::run_device_bench(
+      "bench_nn", argc, argv, cfg,
+      [&] {
+        cpu::set_num_threads(cfg.threads);
 #if BENCH_HAVE_CBLAS
-    openblas_set_num_threads(cfg.threads);
+        openblas_set_num_threads(cfg.threads);
 #endif
-    manual_seed(0);
-    std::printf("# bench_nn: Tandem %s (%s); device %s; %d thread(s); conv2d on cuda: %s\n", version(),
-                build_features(), cfg.device.str().c_str(), cfg.threads, gpu::conv2d_implementation());
-    std::printf(
-        "# time: median per call; fwd runs under NoGradGuard; fwd+bwd = forward + autograd::grad of the layer's\n"
-        "# parameters (conv1: weight, bias; conv2: also its input, a hidden activation), or of the pool's input.\n"
-        "# conv ceiling: the same GEMMs through cblas_sgemm per batch item, without im2col, graph or allocation;\n"
-        "# ratio = ceiling time / time (1.00: as fast as the GEMMs alone)\n");
-    print_line("case", "size", "time", "figure", "ceiling", "ratio");
-    conv_case(cfg, "conv1", 128, 1, 32, 28, false);
-    conv_case(cfg, "conv2", 128, 32, 64, 14, true);
-    pool_case(cfg, "maxpool1", 128, 32, 28);
-    pool_case(cfg, "maxpool2", 128, 64, 14);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_nn: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+        std::printf("# bench_nn: Tandem %s (%s); device %s; %d thread(s); conv2d on cuda: %s\n", version(),
+                    build_features(), cfg.device.str().c_str(), cfg.threads, gpu::conv2d_implementation());
+        std::printf(
+            "# time: median per call; fwd runs under NoGradGuard; fwd+bwd = forward + autograd::grad of the layer's\n"
+            "# parameters (conv1: weight, bias; conv2: also its input, a hidden activation), or of the pool's input.\n"
+            "# conv ceiling: the same GEMMs through cblas_sgemm per batch item, without im2col, graph or allocation;\n"
+            "# ratio = ceiling time / time (1.00: as fast as the GEMMs alone)\n");
+        print_line("case", "size", "time", "figure", "ceiling", "ratio");
+        conv_case(cfg, "conv1", 128, 1, 32, 28, false);
+        conv_case(cfg, "conv2", 128, 32, 64, 14, true);
+        pool_case(cfg, "maxpool1", 128, 32, 28);
+        pool_case(cfg, "maxpool2", 128, 64, 14);
+      },
+      /*with_threads=*/true);
 }

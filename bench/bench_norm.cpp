@@ -3,65 +3,34 @@
 // ceiling of one pass) measured in the same run. bench/peer_norm_torch.py prints the same table for PyTorch and, with
 // --compare, Tandem's time over torch's per case.
 // Usage: bench_norm [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_common.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
-#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
 namespace {
 
-using bench::Clock;
 using bench::fmt_ratio;
 using bench::fmt_time;
 using bench::fmt_value;
+using bench::Fn;
 using bench::selected;
+using bench::time_all;
 
-struct Config : bench::Options {
-  Device device = kCPU;
-  double scale = 1;  // of each case's sampling budget (--quick: 1/4)
-  int threads = 1;
-};
+using Config = bench::DeviceOptions;
 
-using Fn = std::function<void()>;
+const bench::Table table{20, 14, 12, 18};
 
-struct WaitFor {
-  Device device;
-  void operator()() const {
-    if (device.is_cuda()) cuda::synchronize(device.index());
-  }
-};
-using Sampler = bench::Sampler<Fn, WaitFor>;
-
-// Median seconds per call of each callable, their samples interleaved.
-std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
-  std::vector<Sampler> s;
-  s.reserve(fns.size());
-  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
-  auto done = [&](Clock::time_point start) {
-    return std::all_of(s.begin(), s.end(), [&](const Sampler& x) { return x.enough(start, budget_s); });
-  };
-  for (auto start = Clock::now(); !done(start);)
-    for (Sampler& x : s) x.sample();
-  std::vector<double> medians;
-  for (Sampler& x : s) medians.push_back(x.median());
-  return medians;
-}
-
-// Columns two or more spaces apart, no field with two spaces in a row, so
-// that peer_norm_torch.py --compare can read the table back.
 void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
                 const std::string& figure, const std::string& reference, const std::string& ratio) {
-  bench::print_row("%-4s  %-20s  %-14s  %10s  %12s  %18s  %6s\n", thr, name, size, time, figure, reference, ratio);
+  table.line(thr, name, size, time, figure, reference, ratio);
 }
 
 // One layer: its forward (as in training: batch statistics, running ones
@@ -117,18 +86,10 @@ void run_pass(Config cfg, int threads) {
   }
 }
 
-std::string describe(Device device) {
-  if (device.is_cpu()) return "cpu";
-  return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
-}
-
 void print_preamble(const Config& cfg, int hardware_threads) {
   std::printf("# bench_norm: Tandem %s; %d hardware threads; device %s%s\n", version(), hardware_threads,
-              describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
-  if (cuda::is_emulated() && cfg.device.is_cuda())
-    std::printf(
-        "# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): host memory and CPU kernels; these\n"
-        "# times test the code path and say nothing about a GPU\n");
+              bench::describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
+  bench::print_emulation_note(cfg.device);
   std::printf(
       "# float32, training mode. time: median per call. fwd: under NoGradGuard; fwd+bwd: the forward recorded,\n");
   std::printf("# then autograd::grad of sum(y * seed) for the input, weight and bias. figure: bytes moved at least\n");
@@ -140,22 +101,13 @@ void print_preamble(const Config& cfg, int hardware_threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu";
   Config cfg;
-  bench::parse_options(argc, argv, cfg, &device);
-  if (cfg.quick) cfg.scale = 0.25;
-  const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  try {
-    cfg.device = resolve_device(Device(device), "--device");
-    manual_seed(0);
+  return bench::run_device_bench("bench_norm", argc, argv, cfg, [&] {
+    const int all = bench::hardware_threads();
     print_preamble(cfg, all);
-    print_line("thr", "case", "size", "time", "figure", "reference", "ratio");
+    table.header();
     run_pass(cfg, 1);
     // On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
     if (all > 1 && cfg.device.is_cpu()) run_pass(cfg, all);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_norm: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

@@ -6,65 +6,35 @@
 // update is bound by memory: Adam reads p, g, m, v and writes p, m, v).
 // bench/peer_optim_torch.py prints the same table for PyTorch (foreach Adam).
 // Usage: bench_optim [--device cpu|cuda|cuda:N] [--quick] [--filter SUBSTR]
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_common.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/tandem.h"
-#include "tensor/ops/runtime.h"
 
 using namespace tandem;
 
 namespace {
 
-using bench::Clock;
 using bench::fmt_ratio;
 using bench::fmt_time;
 using bench::fmt_value;
+using bench::Fn;
 using bench::selected;
+using bench::time_all;
 
-struct Config : bench::Options {
-  Device device = kCPU;
-  double scale = 1;  // of each case's sampling budget (--quick: 1/4)
-  int threads = 1;
-};
+using Config = bench::DeviceOptions;
 
-using Fn = std::function<void()>;
+const bench::Table table{22, 16, 12, 18};
 
-struct WaitFor {
-  Device device;
-  void operator()() const {
-    if (device.is_cuda()) cuda::synchronize(device.index());
-  }
-};
-
-// Median seconds per call of each callable, samples interleaved.
-std::vector<double> time_all(const std::vector<Fn>& fns, double budget_s, Device device) {
-  std::vector<bench::Sampler<Fn, WaitFor>> s;
-  s.reserve(fns.size());
-  for (const Fn& f : fns) s.emplace_back(f, WaitFor{device});
-  auto done = [&](Clock::time_point start) {
-    return std::all_of(s.begin(), s.end(), [&](const auto& x) { return x.enough(start, budget_s); });
-  };
-  for (auto start = Clock::now(); !done(start);)
-    for (auto& x : s) x.sample();
-  std::vector<double> medians;
-  for (auto& x : s) medians.push_back(x.median());
-  return medians;
-}
-
-// Columns two or more spaces apart, as bench_autograd's, so that
-// peer_optim_torch.py --compare can read the table back.
 void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
                 const std::string& figure, const std::string& reference, const std::string& ratio) {
-  bench::print_row("%-4s  %-22s  %-16s  %10s  %12s  %18s  %6s\n", thr, name, size, time, figure, reference, ratio);
+  table.line(thr, name, size, time, figure, reference, ratio);
 }
 
 // ---------------------------------------------------------------- parameter sets
@@ -154,40 +124,27 @@ void run_pass(const Config& cfg, std::vector<ParamSet>& sets) {
   }
 }
 
-std::string describe(Device device) {
-  if (device.is_cpu()) return "cpu";
-  return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu";
   Config cfg;
-  bench::parse_options(argc, argv, cfg, &device);
-  if (cfg.quick) cfg.scale = 0.25;
-  const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  try {
-    cfg.device = resolve_device(Device(device), "--device");
-    manual_seed(0);
+  return bench::run_device_bench("bench_optim", argc, argv, cfg, [&] {
+    const int all = bench::hardware_threads();
     std::printf("# bench_optim: Tandem %s; %d hardware threads; device %s%s\n", version(), all,
-                describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
+                bench::describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");
     if (cuda::is_emulated() && cfg.device.is_cuda())
       std::printf("# note: the cuda devices are emulated (TANDEM_EMULATE_CUDA): CPU kernels; nothing about a GPU\n");
     std::printf("# time: median per step (per clip_grad_norm_ call); figure: bytes the update must move (float32:\n");
     std::printf("# adam 28, amsgrad 36, sgd momentum 20, clip 12 per element) per second; reference: a copy_ moving\n");
     std::printf("# as many bytes in the same run; ratio = figure / reference (1.00: as fast as memory allows)\n");
-    print_line("thr", "case", "size", "time", "figure", "reference", "ratio");
+    table.header();
     std::vector<ParamSet> sets = param_sets(cfg.device);
     cfg.threads = 1;
     run_pass(cfg, sets);
+    // On a GPU the host's threads run no kernels: the all-cores pass would repeat the first.
     if (all > 1 && cfg.device.is_cpu()) {
       cfg.threads = all;
       run_pass(cfg, sets);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_optim: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }
