@@ -38,11 +38,6 @@ using Config = bench::DeviceOptions;
 // A derived line (a ratio of two timed lines) has "-" for its time.
 const bench::Table table{20, 20, 16, 24};
 
-void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
-                const std::string& figure, const std::string& reference, const std::string& ratio) {
-  table.line(thr, name, size, time, figure, reference, ratio);
-}
-
 // ---------------------------------------------------------------- cases
 
 // 1. The engine's cost per node: 64 cheap ops on 16 elements, where the
@@ -75,12 +70,12 @@ void bench_chain(const Config& cfg) {
   const double n = kChainOps, bwd = t[2] - t[1];
   const std::string thr = std::to_string(cfg.threads);
   if (selected(cfg, section, nograd))
-    print_line(thr, nograd, size, fmt_time(t[0]), fmt_value(t[0] / n * 1e6, "us/op"), "-", "-");
+    table.line(thr, nograd, size, fmt_time(t[0]), fmt_value(t[0] / n * 1e6, "us/op"), "-", "-");
   if (selected(cfg, section, record))
-    print_line(thr, record, size, fmt_time(t[1]), fmt_value(t[1] / n * 1e6, "us/op"),
+    table.line(thr, record, size, fmt_time(t[1]), fmt_value(t[1] / n * 1e6, "us/op"),
                fmt_value(t[0] / n * 1e6, "us/op no-grad"), fmt_ratio(t[1] / t[0]));
   if (selected(cfg, section, both))
-    print_line(thr, both, size, fmt_time(t[2]), fmt_value(bwd / n * 1e6, "us/op bwd"),
+    table.line(thr, both, size, fmt_time(t[2]), fmt_value(bwd / n * 1e6, "us/op bwd"),
                fmt_value(t[1] / n * 1e6, "us/op fwd"), fmt_ratio(bwd / t[1]));
 }
 
@@ -258,7 +253,7 @@ void bench_mlp(const Config& cfg) {
   const std::string thr = std::to_string(cfg.threads);
   auto gemm_line = [&](const std::string& name, double time, double flops, double t_ceiling) {
     if (!selected(cfg, section, name)) return;
-    print_line(thr, name, size, fmt_time(time), fmt_value(flops / time * 1e-9, "GFLOP/s"),
+    table.line(thr, name, size, fmt_time(time), fmt_value(flops / time * 1e-9, "GFLOP/s"),
                fmt_value(flops / t_ceiling * 1e-9, gflops_ceiling.c_str()), fmt_ratio(t_ceiling / time));
   };
   gemm_line(names[0], t[0], f_fwd, t_fwd_ceiling);
@@ -268,7 +263,7 @@ void bench_mlp(const Config& cfg) {
   // What the GEMMs alone give for the same ratio is this net's ideal: the
   // backward runs 5 GEMMs, not 6 (the first layer's input gradient is not needed).
   if (selected(cfg, section, names[4]))
-    print_line(thr, names[4], size, "-", fmt_value(t[2] / t[0], "x"),
+    table.line(thr, names[4], size, "-", fmt_value(t[2] / t[0], "x"),
                fmt_value(t_all_ceiling / t_fwd_ceiling, x_ceiling.c_str()),
                fmt_ratio((t[2] / t[0]) / (t_all_ceiling / t_fwd_ceiling)));
 }
@@ -296,12 +291,12 @@ void bench_softmax(const Config& cfg) {
   std::vector<double> t = time_all(fns, 0.5 * cfg.scale, cfg.device);
   const double bwd = t[2] - t[1];
   const std::string thr = std::to_string(cfg.threads);
-  if (selected(cfg, section, nograd)) print_line(thr, nograd, size, fmt_time(t[0]), "-", "-", "-");
+  if (selected(cfg, section, nograd)) table.line(thr, nograd, size, fmt_time(t[0]), "-", "-", "-");
   if (selected(cfg, section, record))
-    print_line(thr, record, size, fmt_time(t[1]), fmt_time(t[1]) + " fwd", fmt_time(t[0]) + " no-grad",
+    table.line(thr, record, size, fmt_time(t[1]), fmt_time(t[1]) + " fwd", fmt_time(t[0]) + " no-grad",
                fmt_ratio(t[1] / t[0]));
   if (selected(cfg, section, both))
-    print_line(thr, both, size, fmt_time(t[2]), fmt_time(bwd) + " bwd", fmt_time(t[1]) + " fwd", fmt_ratio(bwd / t[1]));
+    table.line(thr, both, size, fmt_time(t[2]), fmt_time(bwd) + " bwd", fmt_time(t[1]) + " fwd", fmt_ratio(bwd / t[1]));
 }
 
 void run_pass(Config cfg, int threads) {

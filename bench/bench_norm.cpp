@@ -28,11 +28,6 @@ using Config = bench::DeviceOptions;
 
 const bench::Table table{20, 14, 12, 18};
 
-void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
-                const std::string& figure, const std::string& reference, const std::string& ratio) {
-  table.line(thr, name, size, time, figure, reference, ratio);
-}
-
 // One layer: its forward (as in training: batch statistics, running ones
 // updated), its forward+backward (autograd::grad of sum(y * seed) for the
 // input, weight and bias), and a clone of the input. figure: the bytes the
@@ -60,9 +55,9 @@ void bench_layer(const Config& cfg, const std::string& section, const std::strin
   const std::string thr = std::to_string(cfg.threads), reference = fmt_value(copy_gbs, "GB/s") + " copy";
   const double fwd_gbs = 2 * bytes / t[0] / 1e9, both_gbs = 5 * bytes / t[1] / 1e9;
   if (selected(cfg, section, fwd))
-    print_line(thr, fwd, size, fmt_time(t[0]), fmt_value(fwd_gbs, "GB/s"), reference, fmt_ratio(fwd_gbs / copy_gbs));
+    table.line(thr, fwd, size, fmt_time(t[0]), fmt_value(fwd_gbs, "GB/s"), reference, fmt_ratio(fwd_gbs / copy_gbs));
   if (selected(cfg, section, both))
-    print_line(thr, both, size, fmt_time(t[1]), fmt_value(both_gbs, "GB/s"), reference, fmt_ratio(both_gbs / copy_gbs));
+    table.line(thr, both, size, fmt_time(t[1]), fmt_value(both_gbs, "GB/s"), reference, fmt_ratio(both_gbs / copy_gbs));
 }
 
 void run_pass(Config cfg, int threads) {

@@ -32,11 +32,6 @@ using Config = bench::DeviceOptions;
 
 const bench::Table table{22, 16, 12, 18};
 
-void print_line(const std::string& thr, const std::string& name, const std::string& size, const std::string& time,
-                const std::string& figure, const std::string& reference, const std::string& ratio) {
-  table.line(thr, name, size, time, figure, reference, ratio);
-}
-
 // ---------------------------------------------------------------- parameter sets
 
 struct ParamSet {
@@ -118,7 +113,7 @@ void run_pass(const Config& cfg, std::vector<ParamSet>& sets) {
       Fn copy = [&] { dst.copy_(src); };
       const std::vector<double> t = time_all({work, copy}, 0.5 * cfg.scale, cfg.device);
       const double gbs = static_cast<double>(bytes) / t[0] * 1e-9, ref = static_cast<double>(bytes) / t[1] * 1e-9;
-      print_line(thr, name, set.size, fmt_time(t[0]), fmt_value(gbs, "GB/s"), fmt_value(ref, "GB/s copy"),
+      table.line(thr, name, set.size, fmt_time(t[0]), fmt_value(gbs, "GB/s"), fmt_value(ref, "GB/s copy"),
                  fmt_ratio(gbs / ref));
     }
   }
