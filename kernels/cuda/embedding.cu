@@ -81,17 +81,6 @@ __global__ void embedding_backward_kernel(const T* g, const I* idx, T* gw, int64
   }
 }
 
-template <typename F>
-void dispatch_bytes(size_t size, const F& f) {
-  switch (size) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-  }
-  TANDEM_INTERNAL_ASSERT(false, "no element type of ", size, " bytes");
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- entry points

@@ -17,20 +17,6 @@ namespace tandem::gpu {
 
 namespace {
 
-// Calls f.template operator()<U>() with U the unsigned type of `size` bytes:
-// gather, index_select and cat only move elements, so four instantiations
-// serve all eight dtypes.
-template <typename F>
-void dispatch_bytes(size_t size, const F& f) {
-  switch (size) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    case 8: return f.template operator()<uint64_t>();
-  }
-  TANDEM_INTERNAL_ASSERT(false, "no element type of ", size, " bytes");
-}
-
 // Calls f with I = uint32_t when n elements can be indexed in 32 bits.
 template <typename F>
 void dispatch_index_width(int64_t n, const F& f) {

@@ -32,6 +32,20 @@ inline cudaStream_t stream_of(const Tensor& t) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Calls f.template operator()<U>() with U the unsigned type of `size` bytes:
+// kernels that only move elements (gather, index_select, cat, embedding)
+// need four instantiations for all eight dtypes.
+template <typename F>
+void dispatch_bytes(size_t size, const F& f) {
+  switch (size) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    case 8: return f.template operator()<uint64_t>();
+  }
+  TANDEM_INTERNAL_ASSERT(false, "no element type of ", size, " bytes");
+}
+
 // Multiprocessor count of a device (cached), to size grid-stride launches.
 int multiprocessor_count(int device);
 
