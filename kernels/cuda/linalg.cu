@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/gemm_plan.h"
+#include "kernels/cuda/handle_pool.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/linalg.h"
 #include "tensor/core/errors.h"
@@ -42,40 +43,7 @@ struct Handle {
   std::unordered_map<cudaStream_t, std::shared_ptr<Storage>> workspaces;
 };
 
-// Handles are never destroyed (at exit that could run after the CUDA runtime
-// is gone); a thread's handles go back to a pool per device when it ends, so
-// that threads that come and go reuse them.
-struct HandlePool {
-  std::mutex mu;
-  std::map<int, std::vector<Handle*>> free;
-};
-HandlePool& handle_pool() {
-  static HandlePool* pool = new HandlePool;
-  return *pool;
-}
-
-struct ThreadHandles {
-  std::vector<Handle*> by_device;
-  ~ThreadHandles() {
-    HandlePool& pool = handle_pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    for (size_t d = 0; d < by_device.size(); ++d)
-      if (by_device[d] != nullptr) pool.free[static_cast<int>(d)].push_back(by_device[d]);
-  }
-};
-thread_local ThreadHandles thread_handles;
-
-Handle* take_handle(int device) {
-  {
-    HandlePool& pool = handle_pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    std::vector<Handle*>& free = pool.free[device];
-    if (!free.empty()) {
-      Handle* h = free.back();
-      free.pop_back();
-      return h;
-    }
-  }
+Handle* make_handle() {
   auto h = std::make_unique<Handle>();
   TANDEM_CUBLAS_CHECK(cublasCreate(&h->handle));
   // Split-K partial sums stay in float32 for float16/bfloat16 outputs, as the
@@ -87,10 +55,7 @@ Handle* take_handle(int device) {
 // This thread's handle for device (current under the caller's DeviceGuard),
 // bound to stream and to that stream's workspace.
 cublasHandle_t handle_for(int device, cudaStream_t stream) {
-  std::vector<Handle*>& mine = thread_handles.by_device;
-  if (mine.size() <= static_cast<size_t>(device)) mine.resize(static_cast<size_t>(device) + 1, nullptr);
-  if (mine[device] == nullptr) mine[device] = take_handle(device);
-  Handle& h = *mine[device];
+  Handle& h = *thread_handle<Handle*>(device, make_handle);
   // cublasSetStream also resets the workspace to the default one, so the
   // workspace is set after it, every time.
   TANDEM_CUBLAS_CHECK(cublasSetStream(h.handle, stream));
