@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 #include "tensor/core/ordered_dict.h"
 #include "tensor/core/tensor.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "nn/module.h"
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 
 namespace tandem::nn {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "nn/module.h"
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 
 namespace tandem::nn {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::nn {

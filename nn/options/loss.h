@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::nn {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "nn/options/arg.h"
+#include "tensor/core/arg.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::nn {

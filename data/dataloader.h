@@ -1,0 +1,122 @@
+// DataLoader: batches of a Dataset, built by worker threads in (optionally
+// pinned) host memory and, with `device` set, copied to that device on a
+// side stream ahead of use. Options follow PyTorch's Python DataLoader.
+//
+//   data::DataLoader loader(data::FashionMNIST(), data::DataLoaderOptions().batch_size(128).shuffle(true)
+//                               .num_workers(2).pin_memory(true).device(Device("cuda:0")));
+//   for (data::Example<>& batch : loader) { ... batch.data, batch.target: on cuda:0 ... }
+//
+// The batches of an epoch depend only on the seed, the epoch and the
+// dataset: never on num_workers, pin_memory or timing.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <source_location>
+
+#include "data/dataset.h"
+#include "tensor/core/arg.h"
+#include "tensor/core/device.h"
+
+namespace tandem::data {
+
+struct DataLoaderOptions {
+  DataLoaderOptions() = default;
+  explicit DataLoaderOptions(int64_t batch_size) : batch_size_(batch_size) {}
+  // Examples per batch; the last batch of an epoch may be smaller unless drop_last.
+  TANDEM_ARG(int64_t, batch_size) = 1;
+  // A new permutation of the examples each epoch, drawn from the seed and the epoch.
+  TANDEM_ARG(bool, shuffle) = false;
+  TANDEM_ARG(bool, drop_last) = false;
+  // Worker threads building batches; 0: the caller's thread builds each batch when asked.
+  TANDEM_ARG(int64_t, num_workers) = 0;
+  // Batches each worker may have built ahead (PyTorch's default 2; needs num_workers > 0).
+  TANDEM_ARG(std::optional<int64_t>, prefetch_factor) = std::nullopt;
+  // Build each batch directly in pinned host memory (needs a GPU, real or emulated).
+  TANDEM_ARG(bool, pin_memory) = false;
+  // Keep the workers between epochs (needs num_workers > 0).
+  TANDEM_ARG(bool, persistent_workers) = false;
+  // Deliver batches on this device: the copy is queued on a side stream as
+  // soon as a batch is built, and the stream current when the batch is
+  // handed out waits for it.
+  TANDEM_ARG(std::optional<Device>, device) = std::nullopt;
+  // Shuffling and augmentation (example_seed) draw from this seed; by
+  // default one drawn from the cpu default generator when the loader is
+  // made, so tandem::manual_seed makes a run repeatable.
+  TANDEM_ARG(std::optional<uint64_t>, seed) = std::nullopt;
+  // Seconds to wait for a worker's batch before throwing (0: no limit).
+  TANDEM_ARG(double, timeout) = 0;
+};
+
+// Which loader thread is running Dataset::get, as PyTorch's get_worker_info().
+struct WorkerInfo {
+  int64_t id = 0;           // 0 .. num_workers - 1
+  int64_t num_workers = 0;  // 0 when the caller's thread builds the batches
+  uint64_t seed = 0;        // the loader's seed
+  uint64_t epoch = 0;
+};
+// Inside Dataset::get called by a DataLoader: who is calling; nullopt elsewhere.
+std::optional<WorkerInfo> get_worker_info();
+
+class DataLoader {
+ public:
+  using Batch = Example<>;
+
+  DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options = {},
+             std::source_location loc = std::source_location::current());
+  template <typename D>
+  requires std::derived_from<D, Dataset> DataLoader(D dataset, DataLoaderOptions options = {},
+                                                    std::source_location loc = std::source_location::current())
+      : DataLoader(std::make_shared<D>(std::move(dataset)), std::move(options), loc) {}
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  struct Impl;
+  struct EpochRun;
+
+  // One pass over the dataset. Move-only; destroying it before the end (a
+  // break out of the loop, an exception) stops the epoch and joins its
+  // workers.
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+
+    Iterator(Iterator&&) noexcept;
+    Iterator& operator=(Iterator&&) noexcept;
+    ~Iterator();
+    Batch& operator*() const;
+    Batch* operator->() const { return &**this; }
+    // The next batch; rethrows, with the example's index, an exception that
+    // loading one of its examples threw.
+    Iterator& operator++();
+    bool operator==(std::default_sentinel_t) const;
+
+   private:
+    friend class DataLoader;
+    explicit Iterator(std::unique_ptr<EpochRun> run);
+    std::unique_ptr<EpochRun> run_;
+  };
+
+  // Starts an epoch: the first batch is ready when this returns. One epoch at
+  // a time: a second begin() while an iterator is mid-epoch is an error.
+  Iterator begin();
+  std::default_sentinel_t end() const { return std::default_sentinel; }
+
+  // Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  size_t size() const;
+  // Epochs begun so far (the next begin() is epoch epochs()).
+  uint64_t epochs() const;
+  uint64_t seed() const;
+  const DataLoaderOptions& options() const;
+  const std::shared_ptr<Dataset>& dataset() const;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tandem::data

@@ -1,0 +1,64 @@
+// TensorDataset, and the per-thread loader state behind example_seed and
+// get_worker_info.
+#include "data/dataset.h"
+
+#include "data/dataloader.h"
+#include "tensor/core/errors.h"
+#include "tensor/core/shape.h"
+
+namespace tandem::data {
+
+namespace {
+thread_local detail::LoaderThreadState tls_state;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+namespace detail {
+const LoaderThreadState& loader_thread_state() { return tls_state; }
+LoaderThreadGuard::LoaderThreadGuard(LoaderThreadState state) : previous_(tls_state) { tls_state = state; }
+LoaderThreadGuard::~LoaderThreadGuard() { tls_state = previous_; }
+uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c) { return splitmix64(splitmix64(splitmix64(a) ^ b) ^ c); }
+}  // namespace detail
+
+uint64_t example_seed(size_t index) { return detail::mix_seed(tls_state.seed, tls_state.epoch, index); }
+
+std::optional<WorkerInfo> get_worker_info() {
+  if (!tls_state.active) return std::nullopt;
+  return WorkerInfo{tls_state.worker_id, tls_state.num_workers, tls_state.seed, tls_state.epoch};
+}
+
+TensorDataset::TensorDataset(Tensor data, Tensor target) : data_(std::move(data)), target_(std::move(target)) {
+  TANDEM_CHECK(data_.defined() && target_.defined(), ValueError,
+               "TensorDataset: data and target must be defined tensors");
+  TANDEM_CHECK(data_.dim() >= 1 && target_.dim() >= 1, ShapeError,
+               "TensorDataset: data and target need a first dimension to index examples by; got shapes ",
+               shape_str(data_.sizes()), " and ", shape_str(target_.sizes()));
+  TANDEM_CHECK(data_.size(0) == target_.size(0), ShapeError, "TensorDataset: size mismatch between tensors: data has ",
+               data_.size(0), " examples (shape ", shape_str(data_.sizes()), ") but target has ", target_.size(0),
+               " (shape ", shape_str(target_.sizes()), ")");
+  TANDEM_CHECK(data_.is_cpu() && target_.is_cpu(), DeviceError,
+               "TensorDataset: data and target must be on the cpu (the DataLoader's `device` option moves batches); "
+               "got data on ",
+               data_.device().str(), " and target on ", target_.device().str());
+}
+
+Example<> TensorDataset::get(size_t index) {
+  TANDEM_CHECK(index < static_cast<size_t>(data_.size(0)), IndexError, "TensorDataset: index ", index,
+               " is out of range for ", data_.size(0), " examples");
+  int64_t i = static_cast<int64_t>(index);
+  return {data_.select(0, i), target_.select(0, i)};
+}
+
+std::optional<size_t> TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
+
+std::string TensorDataset::name() const {
+  return detail::str_cat("TensorDataset(data ", shape_str(data_.sizes()), ", target ", shape_str(target_.sizes()), ")");
+}
+
+}  // namespace tandem::data
