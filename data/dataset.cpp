@@ -58,7 +58,8 @@ Example<> TensorDataset::get(size_t index) {
 std::optional<size_t> TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
 
 std::string TensorDataset::name() const {
-  return detail::str_cat("TensorDataset(data ", shape_str(data_.sizes()), ", target ", shape_str(target_.sizes()), ")");
+  return tandem::detail::str_cat("TensorDataset(data ", shape_str(data_.sizes()), ", target ",
+                                 shape_str(target_.sizes()), ")");
 }
 
 }  // namespace tandem::data

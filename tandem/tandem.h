@@ -4,6 +4,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/gradcheck.h"
+#include "data/data.h"
 #include "nn/functional/loss.h"
 #include "nn/modules/loss.h"
 #include "nn/nn.h"

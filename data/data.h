@@ -1,0 +1,8 @@
+// The data layer: datasets, transforms and the DataLoader (tandem::data).
+#pragma once
+
+#include "data/dataloader.h"
+#include "data/dataset.h"
+#include "data/idx.h"
+#include "data/mnist.h"
+#include "data/transforms.h"
