@@ -134,9 +134,9 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
 #else
 
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>&, const std::string& path, const char* op) {
-  TANDEM_CHECK(false, NotImplementedError, op, ": '", path,
-               "' is gzip-compressed, but Tandem was built without zlib; gunzip the file or rebuild with zlib1g-dev "
-               "installed");
+  throw NotImplementedError(tandem::detail::str_cat(
+      op, ": '", path,
+      "' is gzip-compressed, but Tandem was built without zlib; gunzip the file or rebuild with zlib1g-dev installed"));
 }
 
 #endif
