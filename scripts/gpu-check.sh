@@ -2,8 +2,8 @@
 # The one command for the GPU test machine (an H200 without apt or network):
 # says what it found, builds with CUDA, runs every test suite, runs
 # compute-sanitizer's memcheck and racecheck over the GPU-only tests (and
-# memcheck over the cuda:0 sections of test_nn_layers, test_nn_norm and
-# test_optim), runs the GPU benchmarks, then bench_autograd, bench_nn,
+# memcheck over the cuda:0 sections of test_nn_layers, test_nn_norm,
+# test_optim and test_data_loader), runs the GPU benchmarks, then bench_autograd, bench_nn,
 # bench_norm and bench_optim on cuda:0 each beside its torch peer
 # (bench/peer_*_torch.py --compare), and prints a summary table last. Run it
 # from the root of a copy of the tree; stage the Catch2 header first
@@ -228,12 +228,13 @@ gpu_tests=()
 for f in "$build"/tests/test_gpu_*; do
   [ -x "$f" ] && [ -f "$f" ] && gpu_tests+=("$f")
 done
-# Device tests run on cuda:0 in the cpu suite above; these three hold the CUDA
-# kernels that no test_gpu_* binary covers (conv and pooling, the norms and
-# embedding, the optimizers and clip_grad_norm_), so memcheck also runs over
-# their "on cuda:0" sections (DEVICE_TEST_CASE's), after the GPU tests' runs.
+# Device tests run on cuda:0 in the cpu suite above; these four hold the CUDA
+# work that no test_gpu_* binary covers (conv and pooling, the norms and
+# embedding, the optimizers and clip_grad_norm_, the DataLoader's side-stream
+# copies and pinned batches), so memcheck also runs over their "on cuda:0"
+# sections (DEVICE_TEST_CASE's), after the GPU tests' runs.
 device_tests=()
-for f in test_nn_layers test_nn_norm test_optim; do
+for f in test_nn_layers test_nn_norm test_optim test_data_loader; do
   [ -x "$build/tests/$f" ] && device_tests+=("$build/tests/$f")
 done
 # sanitize TOOL SHARE RESERVE SECTION BINARY...: compute-sanitizer's TOOL over
