@@ -262,7 +262,12 @@ class WorkerPool {
   WorkerPool(const DataLoader::Impl& impl, int64_t n) : impl_(impl) {
     threads_.reserve(static_cast<size_t>(n));
     try {
-      for (int64_t id = 0; id < n; ++id) threads_.emplace_back([this, id] { run(id); });
+      for (int64_t id = 0; id < n; ++id) {
+        // Each worker queues its copies on a stream of its own.
+        std::optional<cuda::Stream> side;
+        if (impl_.device && impl_.device->is_cuda()) side = cuda::get_stream_from_pool(impl_.device->index());
+        threads_.emplace_back([this, id, side] { run(id, side); });
+      }
     } catch (...) {
       stop();
       throw;
@@ -332,10 +337,7 @@ class WorkerPool {
     return !ep.cancelled && ep.next_fetch < impl_.num_batches && ep.next_fetch < ep.next_deliver + impl_.window;
   }
 
-  void run(int64_t id) {
-    // Each worker queues its copies on a stream of its own.
-    std::optional<cuda::Stream> side;
-    if (impl_.device && impl_.device->is_cuda()) side = cuda::get_stream_from_pool(impl_.device->index());
+  void run(int64_t id, const std::optional<cuda::Stream>& side) {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
       work_.wait(lock, [&] { return stop_ || (epoch_ && has_work()); });
@@ -477,8 +479,16 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
 
 DataLoader::~DataLoader() = default;
 
+DataLoader::DataLoader(DataLoader&&) noexcept = default;
+DataLoader& DataLoader::operator=(DataLoader&&) noexcept = default;
+
+DataLoader::Impl& DataLoader::impl() const {
+  TANDEM_CHECK(impl_ != nullptr, ValueError, "DataLoader: this loader was moved from; use the one it was moved to");
+  return *impl_;
+}
+
 DataLoader::Iterator DataLoader::begin() {
-  Impl& impl = *impl_;
+  Impl& impl = this->impl();
   TANDEM_CHECK(!impl.epoch_active, Error,
                "DataLoader: attempted to start an epoch (begin()) while another iterator over this loader is not yet "
                "exhausted. Finish or destroy the first iteration before starting the next");
@@ -503,11 +513,11 @@ DataLoader::Iterator DataLoader::begin() {
   return Iterator(std::move(run));
 }
 
-size_t DataLoader::size() const { return impl_->num_batches; }
-uint64_t DataLoader::epochs() const { return impl_->epochs; }
-uint64_t DataLoader::seed() const { return impl_->seed; }
-const DataLoaderOptions& DataLoader::options() const { return impl_->options; }
-const std::shared_ptr<Dataset>& DataLoader::dataset() const { return impl_->dataset; }
+size_t DataLoader::size() const { return impl().num_batches; }
+uint64_t DataLoader::epochs() const { return impl().epochs; }
+uint64_t DataLoader::seed() const { return impl().seed; }
+const DataLoaderOptions& DataLoader::options() const { return impl().options; }
+const std::shared_ptr<Dataset>& DataLoader::dataset() const { return impl().dataset; }
 
 // ---- Iterator
 

@@ -73,6 +73,8 @@ class DataLoader {
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
+  DataLoader(DataLoader&&) noexcept;
+  DataLoader& operator=(DataLoader&&) noexcept;
 
   struct Impl;
   struct EpochRun;
@@ -116,6 +118,7 @@ class DataLoader {
   const std::shared_ptr<Dataset>& dataset() const;
 
  private:
+  Impl& impl() const;
   std::shared_ptr<Impl> impl_;
 };
 

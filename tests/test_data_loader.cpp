@@ -532,6 +532,19 @@ TEST_CASE("one epoch at a time; an iterator at its end cannot be read", "[data][
   REQUIRE_THROWS_AS(loader.begin(), Error);
 }
 
+TEST_CASE("a loader moves; the moved-from one says so", "[data][loader]") {
+  auto make = [] { return DataLoader(numbered(6), DataLoaderOptions(4).num_workers(2).persistent_workers(true)); };
+  DataLoader a = make();
+  CHECK(epoch_targets(a).size() == 2);
+  DataLoader b(std::move(a));
+  CHECK(b.epochs() == 1);
+  CHECK(epoch_targets(b) == std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5}});
+  REQUIRE_THROWS_WITH(a.begin(), "DataLoader: this loader was moved from; use the one it was moved to");
+  REQUIRE_THROWS_WITH(a.size(), "DataLoader: this loader was moved from; use the one it was moved to");
+  a = std::move(b);
+  CHECK(a.size() == 2);
+}
+
 TEST_CASE("a worker that never delivers times out with what it was waiting for", "[data][loader]") {
   Watchdog dog(std::chrono::seconds(60), "the timeout test");
   auto ds = std::make_shared<FnDataset>(4, [](size_t i) {
