@@ -70,3 +70,11 @@ void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn
   }                                                               \
   static void fn([[maybe_unused]] const ::tandem::Device& device)
 #define DEVICE_TEST_CASE(name, tags) DEVICE_TEST_CASE_IMPL(TANDEM_CAT(device_test_, __LINE__), name, tags)
+
+// REQUIRE_THROWS_ERROR(expr, ErrorType, "part of the message"): the
+// exception's type and a part of its message.
+#define REQUIRE_THROWS_ERROR(expr, Type, text)        \
+  do {                                                \
+    REQUIRE_THROWS_AS(expr, Type);                    \
+    REQUIRE_THROWS_WITH(expr, Catch::Contains(text)); \
+  } while (0)

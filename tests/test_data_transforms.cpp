@@ -12,13 +12,6 @@
 using namespace tandem;
 using namespace tandem::data;
 
-// The exception's type and a part of its message.
-#define REQUIRE_THROWS_ERROR(expr, Type, text)        \
-  do {                                                \
-    REQUIRE_THROWS_AS(expr, Type);                    \
-    REQUIRE_THROWS_WITH(expr, Catch::Contains(text)); \
-  } while (0)
-
 namespace {
 using namespace tandem::data::transforms;
 
