@@ -4,5 +4,6 @@
 #include "data/dataloader.h"
 #include "data/dataset.h"
 #include "data/idx.h"
+#include "data/loader_state.h"
 #include "data/mnist.h"
 #include "data/transforms.h"

@@ -3,8 +3,6 @@
 // order with the caller's stream waiting for the copy.
 #include "data/dataloader.h"
 
-#include <cxxabi.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "data/worker_error.h"
 #include "tensor/core/errors.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/origin.h"
@@ -31,72 +30,19 @@ namespace tandem::data {
 
 namespace {
 
-std::string demangled_type(const std::exception& e) {
-  int status = 0;
-  char* name = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
-  std::string out = status == 0 && name != nullptr ? name : typeid(e).name();
-  std::free(name);
-  return out;
-}
-
-// Throws an exception of the original's type (for Tandem's error types; a
-// tandem::Error otherwise) whose message is context followed by the
-// original's, with the original nested (std::rethrow_if_nested).
-[[noreturn]] void rethrow_with_context(const std::exception_ptr& original, const std::string& context) {
-  auto msg = [&](const std::exception& e) { return context + " " + demangled_type(e) + ": " + e.what(); };
-  try {
-    std::rethrow_exception(original);
-  } catch (const DeviceError& e) {
-    std::throw_with_nested(DeviceError(msg(e)));
-  } catch (const DtypeError& e) {
-    std::throw_with_nested(DtypeError(msg(e)));
-  } catch (const ShapeError& e) {
-    std::throw_with_nested(ShapeError(msg(e)));
-  } catch (const IndexError& e) {
-    std::throw_with_nested(IndexError(msg(e)));
-  } catch (const ValueError& e) {
-    std::throw_with_nested(ValueError(msg(e)));
-  } catch (const OutOfMemoryError& e) {
-    std::throw_with_nested(OutOfMemoryError(msg(e)));
-  } catch (const NotImplementedError& e) {
-    std::throw_with_nested(NotImplementedError(msg(e)));
-  } catch (const CudaError& e) {
-    std::throw_with_nested(CudaError(msg(e)));
-  } catch (const KeyError& e) {
-    std::throw_with_nested(KeyError(msg(e)));
-  } catch (const SerializationError& e) {
-    std::throw_with_nested(SerializationError(msg(e)));
-  } catch (const std::exception& e) {
-    std::throw_with_nested(Error(msg(e)));
-  } catch (...) {
-    std::throw_with_nested(Error(context + " an exception that is not a std::exception"));
-  }
-}
-
-using Clock = std::chrono::steady_clock;
-
-}  // namespace
-
-// ---- the loader's fixed state
-
-struct DataLoader::Impl {
+// What the loader's threads read, fixed when the loader is made. Workers
+// hold it by shared_ptr: a worker abandoned inside a Dataset::get that never
+// returns (after a timeout) keeps it, and the dataset, alive.
+struct LoaderConfig {
   std::shared_ptr<Dataset> dataset;
   DataLoaderOptions options;
   std::optional<Device> device;  // resolved
   size_t num_examples = 0;
   size_t num_batches = 0;
-  size_t window = 0;  // batches built ahead of the consumer: prefetch_factor * num_workers
+  size_t window = 0;  // batches built ahead of the consumer, all workers together
   uint64_t seed = 0;
   Origin host_origin, device_origin;  // of the batches' tensors
-  uint64_t epochs = 0;
-  bool epoch_active = false;
-  std::unique_ptr<class WorkerPool> persistent_pool;
-  std::optional<cuda::Stream> main_side_stream;  // num_workers = 0: the caller's copies
-
-  ~Impl();
 };
-
-namespace {
 
 // One batch as built: its tensors, or what went wrong, and the event that
 // marks its copy to the device.
@@ -105,8 +51,6 @@ struct Slot {
   std::exception_ptr error;
   std::optional<cuda::Event> copied;
 };
-
-}  // namespace
 
 // One epoch: the order of the examples and, with workers, what is built.
 // With a pool its mutable fields are guarded by the pool's mutex.
@@ -119,8 +63,6 @@ struct Epoch {
   std::map<size_t, Slot> done;
   std::atomic<bool> cancelled{false};
 };
-
-namespace {
 
 // The order of an epoch: 0..N-1, or a Fisher-Yates shuffle whose draws are
 // Philox counters under a key mixed from (seed, epoch), so it depends on
@@ -138,13 +80,16 @@ std::vector<size_t> epoch_order(size_t n, bool shuffle, uint64_t seed, uint64_t 
   return order;
 }
 
-std::string where(int64_t worker_id) {
-  return worker_id < 0 ? "the DataLoader's calling thread (num_workers=0)"
-                       : tandem::detail::str_cat("DataLoader worker ", worker_id);
+// The error a loader thread hands on: the original's type, with where it happened.
+std::exception_ptr worker_error(const std::exception_ptr& original, bool in_get, size_t index, size_t k, uint64_t epoch,
+                                int64_t worker_id) {
+  std::string where = worker_id < 0 ? "the DataLoader's calling thread (num_workers=0)"
+                                    : tandem::detail::str_cat("DataLoader worker ", worker_id);
+  return detail::with_context(
+      original, in_get ? tandem::detail::str_cat("Caught an exception in ", where, " while loading example ", index,
+                                                 " (batch ", k, " of epoch ", epoch, "):")
+                       : tandem::detail::str_cat("In ", where, ", building batch ", k, " of epoch ", epoch, ":"));
 }
-
-std::exception_ptr with_context(const std::exception_ptr& original, bool in_get, size_t index, size_t k, uint64_t epoch,
-                                int64_t worker_id);
 
 // Copies one example's tensor into row j of a batch.
 void stack_into(const Tensor& batch, int64_t j, const Tensor& x) {
@@ -159,7 +104,7 @@ void stack_into(const Tensor& batch, int64_t j, const Tensor& x) {
 // The examples of batch k stacked along a new first dimension, in pinned
 // memory when asked, then (with a device) copied there on `side`. Never
 // throws: an error is returned in the slot, with where it happened.
-Slot build_batch(const DataLoader::Impl& impl, const Epoch& ep, size_t k, int64_t worker_id,
+Slot build_batch(const LoaderConfig& impl, const Epoch& ep, size_t k, int64_t worker_id,
                  const std::optional<cuda::Stream>& side) {
   Slot slot;
   const DataLoaderOptions& o = impl.options;
@@ -225,48 +170,37 @@ Slot build_batch(const DataLoader::Impl& impl, const Epoch& ep, size_t k, int64_
     }
   } catch (const Error& e) {
     // The loader's own checks say everything already.
-    if (!in_get && std::string_view(e.what()).starts_with("DataLoader: ")) {
-      slot.error = std::current_exception();
-      slot.batch = {};
-      return slot;
-    }
-    slot.error = with_context(std::current_exception(), in_get, index, k, ep.number, worker_id);
-    slot.batch = {};
+    if (!in_get && std::string_view(e.what()).starts_with("DataLoader: ")) return {{}, std::current_exception(), {}};
+    return {{}, worker_error(std::current_exception(), in_get, index, k, ep.number, worker_id), {}};
   } catch (...) {
-    slot.error = with_context(std::current_exception(), in_get, index, k, ep.number, worker_id);
-    slot.batch = {};
+    return {{}, worker_error(std::current_exception(), in_get, index, k, ep.number, worker_id), {}};
   }
   return slot;
 }
 
-// The error a worker hands on: the original's type, with where it happened.
-std::exception_ptr with_context(const std::exception_ptr& original, bool in_get, size_t index, size_t k, uint64_t epoch,
-                                int64_t worker_id) {
-  std::string context =
-      in_get ? tandem::detail::str_cat("Caught an exception in ", where(worker_id), " while loading example ", index,
-                                       " (batch ", k, " of epoch ", epoch, "):")
-             : tandem::detail::str_cat("In ", where(worker_id), ", building batch ", k, " of epoch ", epoch, ":");
-  try {
-    rethrow_with_context(original, context);
-  } catch (...) {
-    return std::current_exception();
-  }
-}
-
-}  // namespace
-
 // ---- worker threads
+
+// What the consumer and the workers share, guarded by mu. Held by
+// shared_ptr, so that abandoned workers can finish without the pool.
+struct PoolState {
+  std::mutex mu;
+  std::condition_variable work;  // workers wait here
+  std::condition_variable done;  // the consumer waits here
+  std::shared_ptr<Epoch> epoch;
+  bool stop = false;
+};
 
 class WorkerPool {
  public:
-  WorkerPool(const DataLoader::Impl& impl, int64_t n) : impl_(impl) {
+  WorkerPool(std::shared_ptr<const LoaderConfig> cfg, int64_t n)
+      : cfg_(std::move(cfg)), st_(std::make_shared<PoolState>()) {
     threads_.reserve(static_cast<size_t>(n));
     try {
       for (int64_t id = 0; id < n; ++id) {
-        // Each worker queues its copies on a stream of its own.
+        // Each worker queues its copies on a stream of the device's pool.
         std::optional<cuda::Stream> side;
-        if (impl_.device && impl_.device->is_cuda()) side = cuda::get_stream_from_pool(impl_.device->index());
-        threads_.emplace_back([this, id, side] { run(id, side); });
+        if (cfg_->device && cfg_->device->is_cuda()) side = cuda::get_stream_from_pool(cfg_->device->index());
+        threads_.emplace_back(run, cfg_, st_, id, side);
       }
     } catch (...) {
       stop();
@@ -277,76 +211,98 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
+  // False once workers were abandoned in a Dataset::get that outlived the timeout.
+  bool usable() const { return !abandoned_; }
+
   void start(std::shared_ptr<Epoch> ep) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      epoch_ = std::move(ep);
+      std::lock_guard<std::mutex> lock(st_->mu);
+      st_->epoch = std::move(ep);
     }
-    work_.notify_all();
+    st_->work.notify_all();
   }
 
   // Batch k of the current epoch, once built (in order: k is next_deliver).
   Slot take(size_t k) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto ready = [&] { return epoch_->done.count(k) > 0; };
-    double timeout = impl_.options.timeout();
+    PoolState& st = *st_;
+    std::unique_lock<std::mutex> lock(st.mu);
+    Epoch& ep = *st.epoch;
+    auto ready = [&] { return ep.done.count(k) > 0; };
+    double timeout = cfg_->options.timeout();
     if (timeout > 0) {
-      auto limit = std::chrono::duration<double>(timeout);
-      TANDEM_CHECK(done_.wait_for(lock, limit, ready), Error, "DataLoader timed out after ", timeout,
-                   " s waiting for batch ", k, " of epoch ", epoch_->number, " from its ", threads_.size(),
-                   " workers (", epoch_->in_flight,
-                   " batches being built). Raise the timeout, or look for a Dataset::get that blocks");
+      if (!st.done.wait_for(lock, std::chrono::duration<double>(timeout), ready)) {
+        ep.cancelled = true;
+        TANDEM_CHECK(false, Error, "DataLoader timed out after ", timeout, " s waiting for batch ", k, " of epoch ",
+                     ep.number, " from its ", threads_.size(), " workers (", ep.in_flight,
+                     " batches being built). Raise the timeout, or look for a Dataset::get that blocks");
+      }
     } else {
-      done_.wait(lock, ready);
+      st.done.wait(lock, ready);
     }
-    auto it = epoch_->done.find(k);
+    auto it = ep.done.find(k);
     Slot slot = std::move(it->second);
-    epoch_->done.erase(it);
-    epoch_->next_deliver = k + 1;
+    ep.done.erase(it);
+    ep.next_deliver = k + 1;
     lock.unlock();
-    work_.notify_all();
+    st.work.notify_all();
     return slot;
   }
 
   // Stops the current epoch: workers drop what they are building at the
-  // next example and go idle; returns once none is building.
+  // next example and go idle. Waits until none is building; with a timeout
+  // set, at most that long, and then abandons the pool (a Dataset::get
+  // that never returns keeps its thread, which exits when it does).
   void finish() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!epoch_) return;
-    epoch_->cancelled = true;
-    done_.wait(lock, [&] { return epoch_->in_flight == 0; });
-    std::map<size_t, Slot> dropped = std::move(epoch_->done);
-    epoch_.reset();
+    PoolState& st = *st_;
+    std::unique_lock<std::mutex> lock(st.mu);
+    if (!st.epoch) return;
+    st.epoch->cancelled = true;
+    auto idle = [&] { return st.epoch->in_flight == 0; };
+    double timeout = cfg_->options.timeout();
+    if (timeout > 0) {
+      abandoned_ = !st.done.wait_for(lock, std::chrono::duration<double>(timeout), idle);
+    } else {
+      st.done.wait(lock, idle);
+    }
+    std::map<size_t, Slot> dropped = std::move(st.epoch->done);
+    st.epoch.reset();
     lock.unlock();  // the batches built ahead are freed outside the lock
   }
 
  private:
   void stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      if (epoch_) epoch_->cancelled = true;
+      std::lock_guard<std::mutex> lock(st_->mu);
+      st_->stop = true;
+      if (st_->epoch) st_->epoch->cancelled = true;
     }
-    work_.notify_all();
-    for (std::thread& t : threads_)
-      if (t.joinable()) t.join();
+    st_->work.notify_all();
+    for (std::thread& t : threads_) {
+      if (!t.joinable()) continue;
+      if (abandoned_) {
+        t.detach();
+      } else {
+        t.join();
+      }
+    }
   }
 
-  bool has_work() const {
-    const Epoch& ep = *epoch_;
-    return !ep.cancelled && ep.next_fetch < impl_.num_batches && ep.next_fetch < ep.next_deliver + impl_.window;
+  static bool has_work(const LoaderConfig& cfg, const Epoch& ep) {
+    return !ep.cancelled && ep.next_fetch < cfg.num_batches && ep.next_fetch < ep.next_deliver + cfg.window;
   }
 
-  void run(int64_t id, const std::optional<cuda::Stream>& side) {
-    std::unique_lock<std::mutex> lock(mu_);
+  static void run(std::shared_ptr<const LoaderConfig> cfg, std::shared_ptr<PoolState> state, int64_t id,
+                  std::optional<cuda::Stream> side) {
+    PoolState& st = *state;
+    std::unique_lock<std::mutex> lock(st.mu);
     while (true) {
-      work_.wait(lock, [&] { return stop_ || (epoch_ && has_work()); });
-      if (stop_) return;
-      std::shared_ptr<Epoch> ep = epoch_;
+      st.work.wait(lock, [&] { return st.stop || (st.epoch && has_work(*cfg, *st.epoch)); });
+      if (st.stop) return;
+      std::shared_ptr<Epoch> ep = st.epoch;
       size_t k = ep->next_fetch++;
       ++ep->in_flight;
       lock.unlock();
-      Slot slot = build_batch(impl_, *ep, k, id, side);
+      Slot slot = build_batch(*cfg, *ep, k, id, side);
       lock.lock();
       --ep->in_flight;
       if (!ep->cancelled) {
@@ -356,20 +312,27 @@ class WorkerPool {
         slot = {};  // freed outside the lock
         lock.lock();
       }
-      done_.notify_all();
+      st.done.notify_all();
     }
   }
 
-  const DataLoader::Impl& impl_;
-  std::mutex mu_;
-  std::condition_variable work_;  // workers wait here
-  std::condition_variable done_;  // the consumer waits here
-  std::shared_ptr<Epoch> epoch_;
-  bool stop_ = false;
+  std::shared_ptr<const LoaderConfig> cfg_;
+  std::shared_ptr<PoolState> st_;
   std::vector<std::thread> threads_;
+  bool abandoned_ = false;
 };
 
-DataLoader::Impl::~Impl() = default;
+}  // namespace
+
+// ---- the loader's state between epochs
+
+struct DataLoader::Impl {
+  std::shared_ptr<const LoaderConfig> cfg;
+  uint64_t epochs = 0;
+  bool epoch_active = false;
+  std::unique_ptr<WorkerPool> persistent_pool;
+  std::optional<cuda::Stream> main_side_stream;  // num_workers = 0: the caller's copies
+};
 
 // ---- one pass
 
@@ -397,35 +360,39 @@ struct DataLoader::EpochRun {
 
   void advance() {
     current = {};  // the previous batch's memory can go back to the caches now
+    const LoaderConfig& cfg = *impl->cfg;
     size_t k = ep->next_deliver;
-    if (k >= impl->num_batches) {
+    if (k >= cfg.num_batches) {
       exhausted = true;
       finish();
       return;
     }
-    Slot slot;
-    if (pool != nullptr) {
-      slot = pool->take(k);
-    } else {
-      if (impl->device && impl->device->is_cuda() && !impl->main_side_stream)
-        impl->main_side_stream = cuda::get_stream_from_pool(impl->device->index());
-      slot = build_batch(*impl, *ep, k, -1, impl->main_side_stream);
-      ep->next_deliver = k + 1;
-    }
-    if (slot.error) {
+    try {
+      Slot slot;
+      if (pool != nullptr) {
+        slot = pool->take(k);
+      } else {
+        if (cfg.device && cfg.device->is_cuda() && !impl->main_side_stream)
+          impl->main_side_stream = cuda::get_stream_from_pool(cfg.device->index());
+        slot = build_batch(cfg, *ep, k, -1, impl->main_side_stream);
+        ep->next_deliver = k + 1;
+      }
+      if (slot.error) std::rethrow_exception(slot.error);
+      if (slot.copied) {
+        // The caller's stream waits for the copy, and the allocator will not
+        // reuse the batch's memory on the side stream before its work is done.
+        cuda::Stream stream = cuda::current_stream(cfg.device->index());
+        slot.copied->wait(stream);
+        slot.batch.data.record_stream(stream);
+        slot.batch.target.record_stream(stream);
+      }
+      current = std::move(slot.batch);
+    } catch (...) {
+      // The epoch ends at its first error; the iterator is at its end.
       exhausted = true;
       finish();
-      std::rethrow_exception(slot.error);
+      throw;
     }
-    if (slot.copied) {
-      // The caller's stream waits for the copy, and the allocator will not
-      // reuse the batch's memory on the side stream before its work is done.
-      cuda::Stream stream = cuda::current_stream(impl->device->index());
-      slot.copied->wait(stream);
-      slot.batch.data.record_stream(stream);
-      slot.batch.target.record_stream(stream);
-    }
-    current = std::move(slot.batch);
   }
 };
 
@@ -457,28 +424,28 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   TANDEM_CHECK(n.has_value(), ValueError, "DataLoader: ", dataset->name(),
                " does not know its size (size() returned nullopt); a DataLoader needs it to plan its batches");
   if (o.pin_memory()) check_pinning_possible("DataLoader(pin_memory=true)");
-  Impl& impl = *impl_;
-  if (o.device()) impl.device = resolve_device(*o.device(), "DataLoader");
-  impl.dataset = std::move(dataset);
-  impl.options = std::move(options);
-  impl.num_examples = *n;
+  auto cfg = std::make_shared<LoaderConfig>();
+  if (o.device()) cfg->device = resolve_device(*o.device(), "DataLoader");
   auto bs = static_cast<size_t>(o.batch_size());
-  impl.num_batches = o.drop_last() ? *n / bs : (*n + bs - 1) / bs;
-  impl.window = static_cast<size_t>(o.num_workers() * o.prefetch_factor().value_or(2));
+  cfg->num_examples = *n;
+  cfg->num_batches = o.drop_last() ? *n / bs : (*n + bs - 1) / bs;
+  cfg->window = static_cast<size_t>(o.num_workers() * o.prefetch_factor().value_or(2));
   if (o.seed()) {
-    impl.seed = *o.seed();
+    cfg->seed = *o.seed();
   } else {
     PhiloxState s = default_generator().reserve(1);
     Philox4x32 r = philox(s.offset, 0, s.seed);
-    impl.seed = philox_u64(r.w[0], r.w[1]);
+    cfg->seed = philox_u64(r.w[0], r.w[1]);
   }
-  impl.host_origin = Origin::created("DataLoader", loc);
-  impl.device_origin = Origin::moved("DataLoader", loc);
-  impl.host_origin.label = impl.device_origin.label = "a batch";
+  cfg->host_origin = Origin::created("DataLoader", loc);
+  cfg->device_origin = Origin::moved("DataLoader", loc);
+  cfg->host_origin.label = cfg->device_origin.label = "a batch";
+  cfg->dataset = std::move(dataset);
+  cfg->options = std::move(options);  // o is not read after this
+  impl_->cfg = std::move(cfg);
 }
 
 DataLoader::~DataLoader() = default;
-
 DataLoader::DataLoader(DataLoader&&) noexcept = default;
 DataLoader& DataLoader::operator=(DataLoader&&) noexcept = default;
 
@@ -489,6 +456,7 @@ DataLoader::Impl& DataLoader::impl() const {
 
 DataLoader::Iterator DataLoader::begin() {
   Impl& impl = this->impl();
+  const LoaderConfig& cfg = *impl.cfg;
   TANDEM_CHECK(!impl.epoch_active, Error,
                "DataLoader: attempted to start an epoch (begin()) while another iterator over this loader is not yet "
                "exhausted. Finish or destroy the first iteration before starting the next");
@@ -496,15 +464,18 @@ DataLoader::Iterator DataLoader::begin() {
   run->impl = impl_;
   run->ep = std::make_shared<Epoch>();
   run->ep->number = impl.epochs++;
-  run->ep->order = epoch_order(impl.num_examples, impl.options.shuffle(), impl.seed, run->ep->number);
+  run->ep->order = epoch_order(cfg.num_examples, cfg.options.shuffle(), cfg.seed, run->ep->number);
   impl.epoch_active = true;
-  int64_t workers = impl.options.num_workers();
-  if (workers > 0 && impl.num_batches > 0) {
-    if (impl.options.persistent_workers()) {
-      if (!impl.persistent_pool) impl.persistent_pool = std::make_unique<WorkerPool>(impl, workers);
+  int64_t workers = cfg.options.num_workers();
+  if (workers > 0 && cfg.num_batches > 0) {
+    if (cfg.options.persistent_workers()) {
+      // A pool abandoned after a timeout is replaced.
+      if (!impl.persistent_pool || !impl.persistent_pool->usable())
+        impl.persistent_pool = std::make_unique<WorkerPool>(impl.cfg, workers);
       run->pool = impl.persistent_pool.get();
     } else {
-      run->own_pool = std::make_unique<WorkerPool>(impl, std::min<int64_t>(workers, impl.num_batches));
+      run->own_pool =
+          std::make_unique<WorkerPool>(impl.cfg, std::min<int64_t>(workers, static_cast<int64_t>(cfg.num_batches)));
       run->pool = run->own_pool.get();
     }
     run->pool->start(run->ep);
@@ -513,11 +484,11 @@ DataLoader::Iterator DataLoader::begin() {
   return Iterator(std::move(run));
 }
 
-size_t DataLoader::size() const { return impl().num_batches; }
+size_t DataLoader::size() const { return impl().cfg->num_batches; }
 uint64_t DataLoader::epochs() const { return impl().epochs; }
-uint64_t DataLoader::seed() const { return impl().seed; }
-const DataLoaderOptions& DataLoader::options() const { return impl().options; }
-const std::shared_ptr<Dataset>& DataLoader::dataset() const { return impl().dataset; }
+uint64_t DataLoader::seed() const { return impl().cfg->seed; }
+const DataLoaderOptions& DataLoader::options() const { return impl().cfg->options; }
+const std::shared_ptr<Dataset>& DataLoader::dataset() const { return impl().cfg->dataset; }
 
 // ---- Iterator
 

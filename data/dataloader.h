@@ -32,7 +32,8 @@ struct DataLoaderOptions {
   TANDEM_ARG(bool, drop_last) = false;
   // Worker threads building batches; 0: the caller's thread builds each batch when asked.
   TANDEM_ARG(int64_t, num_workers) = 0;
-  // Batches each worker may have built ahead (PyTorch's default 2; needs num_workers > 0).
+  // Batches built ahead of the consumer: prefetch_factor * num_workers in all
+  // (PyTorch's default 2; needs num_workers > 0).
   TANDEM_ARG(std::optional<int64_t>, prefetch_factor) = std::nullopt;
   // Build each batch directly in pinned host memory (needs a GPU, real or emulated).
   TANDEM_ARG(bool, pin_memory) = false;
@@ -46,19 +47,11 @@ struct DataLoaderOptions {
   // default one drawn from the cpu default generator when the loader is
   // made, so tandem::manual_seed makes a run repeatable.
   TANDEM_ARG(std::optional<uint64_t>, seed) = std::nullopt;
-  // Seconds to wait for a worker's batch before throwing (0: no limit).
+  // Seconds to wait for a worker's batch before throwing (0: no limit); also
+  // how long ending an epoch waits for a worker stuck in Dataset::get before
+  // leaving it behind.
   TANDEM_ARG(double, timeout) = 0;
 };
-
-// Which loader thread is running Dataset::get, as PyTorch's get_worker_info().
-struct WorkerInfo {
-  int64_t id = 0;           // 0 .. num_workers - 1
-  int64_t num_workers = 0;  // 0 when the caller's thread builds the batches
-  uint64_t seed = 0;        // the loader's seed
-  uint64_t epoch = 0;
-};
-// Inside Dataset::get called by a DataLoader: who is calling; nullopt elsewhere.
-std::optional<WorkerInfo> get_worker_info();
 
 class DataLoader {
  public:

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "data/loader_state.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::data {
@@ -52,37 +53,5 @@ class TensorDataset : public Dataset {
  private:
   Tensor data_, target_;
 };
-
-// The seed for random augmentation of example `index` (random crops and
-// flips). Inside a DataLoader it depends only on the loader's seed, the epoch
-// and the index, so augmented batches are the same for any num_workers and
-// any timing; outside a loader, on the index alone (epoch 0, seed 0).
-uint64_t example_seed(size_t index);
-
-namespace detail {
-// What example_seed and get_worker_info read: set by the DataLoader on each
-// thread that calls Dataset::get, for the duration of one epoch.
-struct LoaderThreadState {
-  bool active = false;
-  uint64_t seed = 0;
-  uint64_t epoch = 0;
-  int64_t worker_id = 0;
-  int64_t num_workers = 0;
-};
-const LoaderThreadState& loader_thread_state();
-class LoaderThreadGuard {
- public:
-  explicit LoaderThreadGuard(LoaderThreadState state);
-  ~LoaderThreadGuard();
-  LoaderThreadGuard(const LoaderThreadGuard&) = delete;
-  LoaderThreadGuard& operator=(const LoaderThreadGuard&) = delete;
-
- private:
-  LoaderThreadState previous_;
-};
-// A 64-bit mix of three words (splitmix64 rounds): distinct inputs give
-// unrelated outputs.
-uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c);
-}  // namespace detail
 
 }  // namespace tandem::data

@@ -1,9 +1,6 @@
 // nn::Module: registration, traversal, moving, modes, state dicts, printing.
 #include "nn/module.h"
 
-#include <cxxabi.h>
-
-#include <cstdlib>
 #include <unordered_set>
 
 #include "tensor/core/autograd_meta.h"
@@ -16,10 +13,7 @@ namespace {
 
 // "tandem::nn::LinearImpl" → "Linear"; "(anonymous namespace)::NetImpl" → "Net".
 std::string demangled_type_name(const std::type_info& type) {
-  int status = 0;
-  char* raw = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && raw != nullptr ? raw : type.name();
-  std::free(raw);
+  std::string name = tandem::detail::demangle(type);
   // Drop namespaces (but not those inside template arguments).
   size_t angle = name.find('<');
   size_t colon = name.rfind("::", angle);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <thread>
 
@@ -367,6 +368,7 @@ TEST_CASE("destroying a loader or its iterator mid-epoch neither hangs nor leaks
       ++i2;
     }
   }
+  CHECK(ds.use_count() == 1);  // every worker let go of the dataset
   // Persistent workers left idle between epochs are joined with the loader.
   {
     DataLoader loader(numbered(10), DataLoaderOptions(3).num_workers(2).persistent_workers(true));
@@ -393,6 +395,7 @@ TEST_CASE("an exception while loading an example surfaces with its index and mes
     seen.clear();
     try {
       loop();
+      FAIL("the second epoch did not throw");
     } catch (const ValueError& e) {
       std::string msg = e.what();
       CHECK_THAT(msg, Contains("Caught an exception " + where));
@@ -417,10 +420,16 @@ TEST_CASE("an exception while loading an example surfaces with its index and mes
     REQUIRE_THROWS_WITH(++it, Contains("while loading example 21 (batch 2 of epoch 0): std::out_of_range: not a "
                                        "tandem error"));
     CHECK(it == later.end());
+    // Out of host memory in a Dataset stays an out-of-memory error.
+    auto hungry = std::make_shared<FnDataset>(4, [](size_t) -> Example<> { throw std::bad_alloc(); });
+    DataLoader oom(hungry, DataLoaderOptions(2).num_workers(workers));
+    REQUIRE_THROWS_AS(oom.begin(), OutOfMemoryError);
+    REQUIRE_THROWS_WITH(oom.begin(), Contains("while loading example 0 (batch 0 of epoch 1): std::bad_alloc"));
   }
 }
 
-TEST_CASE("a loader with worker 37's error: the error of batch 3 comes after batches 0-2", "[data][loader]") {
+TEST_CASE("with many workers, the error of example 37 still comes after batches 0-2", "[data][loader]") {
+  Watchdog dog(std::chrono::seconds(60), "the ordered-error test");
   // With many workers the failing batch may be built before earlier ones;
   // the error still surfaces in order, after every batch before it.
   auto ds = std::make_shared<FnDataset>(400, [](size_t i) {
@@ -545,16 +554,54 @@ TEST_CASE("a loader moves; the moved-from one says so", "[data][loader]") {
   CHECK(a.size() == 2);
 }
 
-TEST_CASE("a worker that never delivers times out with what it was waiting for", "[data][loader]") {
+// A gate a Dataset::get waits at until the test opens it.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST_CASE("a worker stuck in get times out, and the loop still ends", "[data][loader]") {
   Watchdog dog(std::chrono::seconds(60), "the timeout test");
-  auto ds = std::make_shared<FnDataset>(4, [](size_t i) {
-    if (i == 2) std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    return numbered_example(i);
-  });
-  DataLoader loader(ds, DataLoaderOptions(2).num_workers(1).timeout(0.05));
-  auto it = loader.begin();
-  REQUIRE_THROWS_WITH(++it, Contains("DataLoader timed out after 0.05 s waiting for batch 1 of epoch 0 from its 1 "
-                                     "workers (1 batches being built)"));
+  for (bool persistent : {false, true}) {
+    INFO("persistent " << persistent);
+    // Example 2 blocks until the gate opens: batch 1 never comes.
+    auto gate = std::make_shared<Gate>();
+    auto ds = std::make_shared<FnDataset>(4, [gate](size_t i) {
+      if (i == 2) gate->wait();
+      return numbered_example(i);
+    });
+    auto start = std::chrono::steady_clock::now();
+    {
+      DataLoader loader(ds, DataLoaderOptions(2).num_workers(1).timeout(0.5).persistent_workers(persistent));
+      auto it = loader.begin();
+      CHECK(ints(it->target) == std::vector<int64_t>{0, 1});
+      REQUIRE_THROWS_WITH(++it,
+                          "DataLoader timed out after 0.5 s waiting for batch 1 of epoch 0 from its 1 workers "
+                          "(1 batches being built). Raise the timeout, or look for a Dataset::get that blocks");
+      CHECK(it == loader.end());  // the epoch ended there
+      REQUIRE_THROWS_AS(*it, Error);
+      if (persistent) {
+        // The stuck worker is abandoned; the next epoch gets new ones.
+        gate->release();
+        CHECK(epoch_targets(loader).size() == 2);
+      }
+    }  // the stuck thread, if any, is left to finish on its own
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(s < 10);  // a timeout to take batch 1, at most one more to give up on the worker
+    gate->release();
+  }
 }
 
 DEVICE_TEST_CASE("batches arrive on the requested device, equal to the cpu's", "[data][loader]") {
@@ -599,14 +646,18 @@ DEVICE_TEST_CASE("a delivered batch says where it came from in a device error", 
   }
 }
 
-TEST_CASE("pinned batches come from the pinned cache: a warm epoch allocates no new pinned memory", "[data][loader]") {
+TEST_CASE("pinned batches come from the pinned cache: epochs reuse its blocks", "[data][loader]") {
   if (!cuda::is_available()) return;
   auto ds = numbered(64);
   for (std::optional<Device> dev : {std::optional<Device>(), std::optional<Device>(Device("cuda:0"))}) {
-    DataLoader loader(ds, DataLoaderOptions(8).num_workers(2).pin_memory(true).device(dev));
-    epoch_targets(loader, true);
-    int64_t allocs = cuda::host_memory_stats().num_host_alloc;
-    for (int e = 0; e < 3; ++e) epoch_targets(loader, true);
-    CHECK(cuda::host_memory_stats().num_host_alloc == allocs);
+    INFO("device " << (dev ? dev->str() : "none"));
+    // At most window + 2 batches are alive at once (built ahead, being built
+    // by the two workers or handed out), each two pinned blocks of one size
+    // class: what the loader may ever need from the cache. 8 epochs of 8
+    // batches without reuse would ask for 128.
+    DataLoader loader(ds, DataLoaderOptions(8).num_workers(2).prefetch_factor(2).pin_memory(true).device(dev));
+    int64_t before = cuda::host_memory_stats().num_host_alloc;
+    for (int e = 0; e < 8; ++e) epoch_targets(loader, true);
+    CHECK(cuda::host_memory_stats().num_host_alloc - before <= 2 * (4 + 2 + 2));
   }
 }

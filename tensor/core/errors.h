@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 
 namespace tandem {
 
@@ -62,6 +63,8 @@ std::string str_cat(const Args&... args) {
   }
 }
 [[noreturn]] void throw_internal(const char* cond, const char* file, int line, const std::string& msg);
+// The C++ name of a type ("tandem::ValueError", "std::out_of_range"), for messages.
+std::string demangle(const std::type_info& type);
 }  // namespace detail
 
 }  // namespace tandem
