@@ -1,6 +1,9 @@
 // Shared test helpers.
 #include "helpers.h"
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -97,6 +100,24 @@ void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn
                      bool second_order, const autograd::GradcheckOptions& options) {
   autograd::GradcheckFn wrapped = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{fn(in)}; };
   check_gradients(wrapped, inputs, second_order, options);
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tandem_test_XXXXXX").string();
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::string> TempDir::listing() const {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace tandem::test

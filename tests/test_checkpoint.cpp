@@ -25,24 +25,7 @@ namespace st = tandem::safetensors;
 
 namespace {
 
-// A folder of its own for each test run (the cpu and emulated runs go in parallel).
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("tandem_test_checkpoint_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  // Names of files in it, to check that no temporary file is left behind.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
+using test::TempDir;
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -757,8 +740,7 @@ TEST_CASE("safetensors: corrupt files are SerializationErrors naming the file an
     REQUIRE_THROWS_AS(st::load_file(dir.file("missing.safetensors")), SerializationError);
     REQUIRE_THROWS_WITH(st::load_file(dir.file("missing.safetensors")),
                         "load_file: cannot open '" + dir.file("missing.safetensors") + "': No such file or directory");
-    REQUIRE_THROWS_WITH(st::load_file(dir.path.string()),
-                        "load_file: cannot read '" + dir.path.string() + "': not a regular file");
+    REQUIRE_THROWS_WITH(st::load_file(dir.str()), "load_file: cannot read '" + dir.str() + "': not a regular file");
   }
 
   // The good file itself loads.

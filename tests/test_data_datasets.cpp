@@ -3,8 +3,6 @@
 // MNIST from a generated folder and the real Fashion-MNIST when Debian's
 // package is installed, and TensorDataset (the transforms:
 // test_data_transforms.cpp).
-#include <stdlib.h>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -28,27 +26,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// A fresh folder under the system's temporary one, removed with everything
-// in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tandem_data_XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 void write_file(const std::string& path, const Bytes& bytes) {
   std::ofstream f(path, std::ios::binary);
@@ -119,6 +97,34 @@ std::vector<std::string> write_both(const TempDir& dir, const std::string& name,
 }
 
 }  // namespace
+
+// ---- the shared test helpers these tests lean on
+
+TEST_CASE("REQUIRE_THROWS_ERROR evaluates its expression once; TempDir cleans up", "[data][helpers]") {
+  int calls = 0;
+  auto throwing = [&calls] {
+    ++calls;
+    throw ValueError("bad value 7; try 8");
+  };
+  REQUIRE_THROWS_ERROR(throwing(), ValueError, "bad value 7");
+  CHECK(calls == 1);
+  REQUIRE_THROWS_ERROR(throwing(), Error, "try 8");  // a base class of the thrown type
+  CHECK(calls == 2);
+
+  fs::path kept;
+  {
+    TempDir a, b;
+    kept = a.path();
+    CHECK(a.str() != b.str());
+    CHECK(fs::is_directory(a.path()));
+    CHECK(a.listing().empty());
+    write_file(a.file("x"), {1, 2});
+    fs::create_directory(a.file("sub"));
+    write_file(a.file("sub/y"), {3});
+    CHECK(a.listing() == std::vector<std::string>{"sub", "x"});
+  }
+  CHECK_FALSE(fs::exists(kept));
+}
 
 // ---- IDX
 
