@@ -9,6 +9,7 @@
 // offset by one per random transform whatever the draws decide.
 #include "data/transforms.h"
 
+#include <cmath>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -66,12 +67,24 @@ class ReversedIndexCache {
 
 }  // namespace
 
-Transform::Transform(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {
+Transform::Transform(std::string name, Fn fn, bool random)
+    : name_(std::move(name)), fn_(std::move(fn)), random_(random) {
   TANDEM_CHECK(fn_ != nullptr, ValueError, "Transform '", name_, "': the function is empty");
 }
 
 Tensor Transform::operator()(const Tensor& x) const {
-  Generator gen(example_seed(0));
+  if (!random_) {
+    Generator unused;
+    return fn_(x, unused);
+  }
+  TANDEM_CHECK(!detail::loader_thread_state().active, ValueError, "Transform '", name_,
+               "' was called without a generator inside a DataLoader: its random draws would depend on the ",
+               "threads' timing instead of the example; pass a generator seeded for the example, ",
+               "transform(x, Generator(data::example_seed(index))), as TransformDataset does");
+  // One counter of the default generator seeds this call's own: the default
+  // one advances by one per call whatever the transform draws.
+  Philox4x32 r = draw(default_generator());
+  Generator gen(philox_u64(r.w[0], r.w[1]));
   return fn_(x, gen);
 }
 
@@ -85,17 +98,35 @@ std::string to_float_name(double scale, Dtype dtype) {
   ss << ")";
   return ss.str();
 }
+
+// 1 / scale when it is an integer to within a few ulps (255 for 1.0 / 255),
+// else 0: dividing by it rounds once, as torchvision's x.float().div(255).
+double integer_divisor(double scale) {
+  if (scale == 0 || !std::isfinite(scale)) return 0;
+  double inverse = std::abs(1 / scale);
+  double n = std::nearbyint(inverse);
+  if (n < 1 || n > 0x1p52) return 0;
+  double ulp = std::nextafter(n, INFINITY) - n;
+  return std::abs(inverse - n) <= 4 * ulp ? std::copysign(n, scale) : 0;
+}
 }  // namespace
 
 ToFloat::ToFloat(double scale, Dtype dtype)
-    : Transform(to_float_name(scale, dtype), [scale, dtype](const Tensor& x, Generator&) {
-        TANDEM_CHECK(x.defined(), ValueError, "ToFloat: the input is an undefined tensor");
-        if (scale == 1) return x.to(dtype);
-        if (x.dtype() == dtype) return x.mul(scale);
-        Tensor y = x.to(dtype);  // a new tensor: scaling it in place changes nothing of x's
-        y.mul_(scale);
-        return y;
-      }) {
+    : Transform(
+          to_float_name(scale, dtype),
+          [scale, dtype, divisor = integer_divisor(scale)](const Tensor& x, Generator&) {
+            TANDEM_CHECK(x.defined(), ValueError, "ToFloat: the input is an undefined tensor");
+            if (scale == 1) return x.to(dtype);
+            if (x.dtype() == dtype) return divisor != 0 ? x.div(divisor) : x.mul(scale);
+            Tensor y = x.to(dtype);  // a new tensor: scaling it in place changes nothing of x's
+            if (divisor != 0) {
+              y.div_(divisor);
+            } else {
+              y.mul_(scale);
+            }
+            return y;
+          },
+          false) {
   TANDEM_CHECK(is_floating_point(dtype), DtypeError, "ToFloat: dtype must be a floating dtype (float32, float64, ",
                "float16 or bfloat16); got ", dtype_name(dtype),
                ". To convert to an integer dtype, use a Lambda calling .to()");
@@ -159,8 +190,9 @@ NormalizeParams normalize_params(std::vector<double> mean, std::vector<double> s
 }  // namespace
 
 Normalize::Normalize(std::vector<double> mean, std::vector<double> std)
-    : Transform("Normalize(mean=" + list_str(mean) + ", std=" + list_str(std) + ")",
-                [p = normalize_params(mean, std)](const Tensor& x, Generator&) { return normalize(p, x); }) {}
+    : Transform(
+          "Normalize(mean=" + list_str(mean) + ", std=" + list_str(std) + ")",
+          [p = normalize_params(mean, std)](const Tensor& x, Generator&) { return normalize(p, x); }, false) {}
 
 // ---- RandomHorizontalFlip
 
@@ -238,20 +270,28 @@ RandomCrop::RandomCrop(int64_t height, int64_t width, int64_t padding)
 // ---- Lambda, Compose
 
 Lambda::Lambda(std::string name, std::function<Tensor(const Tensor&)> fn)
-    : Transform(name, [fn](const Tensor& x, Generator&) { return fn(x); }) {
+    : Transform(
+          name, [fn](const Tensor& x, Generator&) { return fn(x); }, false) {
   TANDEM_CHECK(fn != nullptr, ValueError, "Lambda '", name, "': the function is empty");
 }
 
 namespace {
 Transform compose(std::vector<Transform> transforms) {
   std::string name = "Compose(";
-  for (size_t i = 0; i < transforms.size(); ++i) name += (i ? ", " : "") + transforms[i].name();
+  bool random = false;
+  for (size_t i = 0; i < transforms.size(); ++i) {
+    name += (i ? ", " : "") + transforms[i].name();
+    random = random || transforms[i].random();
+  }
   name += ")";
-  return Transform(std::move(name), [ts = std::move(transforms)](const Tensor& x, Generator& gen) {
-    Tensor y = x;
-    for (const Transform& t : ts) y = t(y, gen);
-    return y;
-  });
+  return Transform(
+      std::move(name),
+      [ts = std::move(transforms)](const Tensor& x, Generator& gen) {
+        Tensor y = x;
+        for (const Transform& t : ts) y = t(y, gen);
+        return y;
+      },
+      random);
 }
 }  // namespace
 
@@ -264,11 +304,12 @@ Compose::Compose(std::vector<Transform> transforms) : Transform(compose(std::mov
 TransformDataset::TransformDataset(std::shared_ptr<Dataset> base, transforms::Transform transform)
     : base_(std::move(base)), transform_(std::move(transform)) {
   TANDEM_CHECK(base_ != nullptr, ValueError, "TransformDataset: the base dataset is null");
+  if (const auto* inner = dynamic_cast<const TransformDataset*>(base_.get())) depth_ = inner->depth_ + 1;
 }
 
 Example<> TransformDataset::get(size_t index) {
   Example<> example = base_->get(index);
-  Generator gen(example_seed(index));
+  Generator gen(detail::mix_seed(example_seed(index), depth_, kSeedSalt));
   example.data = transform_(example.data, gen);
   return example;
 }

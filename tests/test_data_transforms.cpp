@@ -2,6 +2,7 @@
 // Lambda, Compose) on every device: values against hand-built expectations,
 // the seeded draws recomputed from raw Philox words, every error and the
 // printed names; TransformDataset over a TensorDataset.
+#include <bit>
 #include <cmath>
 #include <set>
 
@@ -80,8 +81,45 @@ DEVICE_TEST_CASE("ToFloat converts and scales", "[data][transforms]") {
 
   CHECK(ToFloat().name() == "ToFloat(scale=0.00392157)");
   CHECK(ToFloat(2, kFloat64).name() == "ToFloat(scale=2, dtype=float64)");
+  CHECK_FALSE(ToFloat().random());
   REQUIRE_THROWS_ERROR(ToFloat(1.0, kInt64), DtypeError,
                        "ToFloat: dtype must be a floating dtype (float32, float64, float16 or bfloat16); got int64");
+}
+
+DEVICE_TEST_CASE("ToFloat gives torchvision's values bit for bit", "[data][transforms]") {
+  // torchvision's ToTensor is x.float().div(255): one rounding of v / 255
+  // (torch 1.13 gives exactly static_cast<float>(v) / 255.0f for all 256).
+  // Multiplying by the float 1/255 instead differs in the last bit for 126 of
+  // them. The expected values are float divisions done here, apart from any
+  // tensor op.
+  std::vector<double> all(256);
+  for (size_t v = 0; v < all.size(); ++v) all[v] = static_cast<double>(v);
+  Tensor x = test::make(all, {1, 16, 16}, kUInt8, device);
+  std::vector<float> got = ToFloat()(x).to_vector<float>();
+  std::vector<float> torchvision = x.to(kFloat32).div(255).to_vector<float>();
+  REQUIRE(got.size() == 256);
+  int differs_from_multiplying = 0;
+  for (size_t v = 0; v < 256; ++v) {
+    INFO("pixel value " << v);
+    float expected = static_cast<float>(v) / 255.0f;
+    CHECK(std::bit_cast<uint32_t>(got[v]) == std::bit_cast<uint32_t>(expected));
+    CHECK(std::bit_cast<uint32_t>(got[v]) == std::bit_cast<uint32_t>(torchvision[v]));
+    differs_from_multiplying += static_cast<float>(v) * static_cast<float>(1.0 / 255) != expected;
+  }
+  CHECK(differs_from_multiplying == 126);  // the test tells the two apart
+  // float64: v / 255.0 in double; a scale whose inverse is no integer multiplies.
+  std::vector<double> d = ToFloat(1.0 / 255, kFloat64)(x).to_vector<double>();
+  std::vector<double> by_three = ToFloat(3, kFloat64)(x).to_vector<double>();
+  for (size_t v = 0; v < 256; ++v) {
+    INFO("pixel value " << v);
+    CHECK(std::bit_cast<uint64_t>(d[v]) == std::bit_cast<uint64_t>(static_cast<double>(v) / 255.0));
+    CHECK(by_three[v] == 3.0 * static_cast<double>(v));
+  }
+  // -1/255 divides by -255; 1.0 / 3 divides by 3 (its inverse is 3 to the last bit).
+  test::check_values(ToFloat(-1.0 / 255)(x.narrow(-1, 0, 3).narrow(-2, 0, 1)), {-0.0, -1.0f / 255.0f, -2.0f / 255.0f},
+                     test::Tolerance{0, 0});
+  test::check_values(ToFloat(1.0 / 3)(x.narrow(-1, 0, 4).narrow(-2, 0, 1)), {0, 1.0f / 3.0f, 2.0f / 3.0f, 1.0f},
+                     test::Tolerance{0, 0});
 }
 
 DEVICE_TEST_CASE("Normalize subtracts the mean and divides by the std per channel", "[data][transforms]") {
@@ -234,9 +272,11 @@ DEVICE_TEST_CASE("Compose, Lambda and seeded determinism", "[data][transforms]")
     distinct.insert(chain(x, gen).to_vector<float>());
   }
   CHECK(distinct.size() >= 15);
-  // Without a generator: the one seeded from example_seed(0).
-  Generator first(example_seed(0));
-  test::check_equal(chain(x), chain(x, first));
+  // A generator made in the call.
+  test::check_equal(chain(x, Generator(7)), [&] {
+    Generator seven(7);
+    return chain(x, seven);
+  }());
 
   Lambda square("Square", [](const Tensor& t) { return t.mul(t); });
   CHECK(square.name() == "Square");
@@ -249,6 +289,55 @@ DEVICE_TEST_CASE("Compose, Lambda and seeded determinism", "[data][transforms]")
   REQUIRE_THROWS_ERROR(Transform("raw", nullptr), ValueError, "Transform 'raw': the function is empty");
 }
 
+DEVICE_TEST_CASE("Transforms without a generator draw from the default one, and refuse inside a loader",
+                 "[data][transforms]") {
+  std::vector<double> v(784);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>((i * 37) % 251 + 1);
+  Tensor x = test::make(v, {1, 28, 28}, kUInt8, device);
+  Compose chain({ToFloat(), RandomHorizontalFlip(0.5), RandomCrop(28, 2)});
+  CHECK(chain.random());
+  CHECK(RandomCrop(2).random());
+  CHECK(RandomHorizontalFlip().random());
+  CHECK(Transform("mine", [](const Tensor& t, Generator&) { return t; }).random());
+  CHECK_FALSE(Compose({ToFloat(), Normalize({0.5}, {0.5}), Lambda("id", [](const Tensor& t) { return t; })}).random());
+  CHECK_FALSE(Compose({}).random());
+
+  // As torchvision's transform(x) draws from torch's global generator: one
+  // counter of the cpu default generator seeds each call's own generator.
+  manual_seed(123);
+  std::vector<Tensor> first;
+  for (uint64_t call = 0; call < 10; ++call) {
+    Philox4x32 r = counter_words(123, call);
+    Generator expected_gen((static_cast<uint64_t>(r.w[1]) << 32) | r.w[0]);
+    first.push_back(chain(x));
+    REQUIRE(default_generator().offset() == call + 1);
+    test::check_equal(first.back(), chain(x, expected_gen));
+  }
+  std::set<std::vector<float>> distinct;
+  for (const Tensor& t : first) distinct.insert(t.to_vector<float>());
+  CHECK(distinct.size() >= 6);  // calls differ (of 50 flip and crop outcomes)
+  manual_seed(123);
+  for (const Tensor& t : first) test::check_equal(chain(x), t);  // repeatable after manual_seed
+  // A transform that draws nothing leaves the default generator alone.
+  ToFloat()(x);
+  Normalize({0.5}, {0.5})(ToFloat()(x));
+  CHECK(default_generator().offset() == 10);
+
+  // Inside a DataLoader a random transform needs the example's generator.
+  data::detail::LoaderThreadGuard guard({true, 5, 1, 0, 1});
+  REQUIRE_THROWS_ERROR(
+      chain(x), ValueError,
+      "Transform 'Compose(ToFloat(scale=0.00392157), RandomHorizontalFlip(p=0.5), RandomCrop(size=(28, "
+      "28), padding=2))' was called without a generator inside a DataLoader: its random draws would "
+      "depend on the threads' timing instead of the example; pass a generator seeded for the "
+      "example, transform(x, Generator(data::example_seed(index))), as TransformDataset does");
+  REQUIRE_THROWS_ERROR(RandomCrop(4)(x), ValueError, "Transform 'RandomCrop(size=(4, 4))' was called without a");
+  CHECK(default_generator().offset() == 10);
+  test::check_equal(ToFloat()(x), x.to(kFloat32).div(255));  // draws nothing: fine anywhere
+  Generator gen(example_seed(3));
+  test::check_equal(chain(x, Generator(example_seed(3))), chain(x, gen));
+}
+
 TEST_CASE("TransformDataset applies a seeded transform to each example", "[data][transforms][dataset]") {
   std::vector<double> v(6 * 16);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 200 + 1);
@@ -257,13 +346,14 @@ TEST_CASE("TransformDataset applies a seeded transform to each example", "[data]
   Compose chain({ToFloat(), RandomHorizontalFlip(), RandomCrop(4, 1)});
   TransformDataset ds(TensorDataset(data, target), chain);
   REQUIRE(ds.size() == 6);
+  CHECK(ds.depth() == 0);
   CHECK(ds.name() ==
         "TransformDataset(TensorDataset(data [6, 1, 4, 4], target [6]), Compose(ToFloat(scale=0.00392157), "
         "RandomHorizontalFlip(p=0.5), RandomCrop(size=(4, 4), padding=1)))");
   std::set<std::vector<float>> distinct;
   for (size_t i = 0; i < 6; ++i) {
     Example<> ex = ds.get(i);
-    Generator gen(example_seed(i));
+    Generator gen(data::detail::mix_seed(example_seed(i), 0, TransformDataset::kSeedSalt));
     Tensor expected = chain(data.select(0, static_cast<int64_t>(i)), gen);
     test::check_equal(ex.data, expected);
     test::check_equal(ds.get(i).data, expected);  // the same every time
@@ -275,7 +365,7 @@ TEST_CASE("TransformDataset applies a seeded transform to each example", "[data]
   // Inside a loader the seed comes from the loader's seed and epoch.
   {
     data::detail::LoaderThreadGuard guard({true, 5, 1, 0, 1});
-    Generator gen(data::detail::mix_seed(5, 1, 3));
+    Generator gen(data::detail::mix_seed(data::detail::mix_seed(5, 1, 3), 0, TransformDataset::kSeedSalt));
     test::check_equal(ds.get(3).data, chain(data.select(0, 3), gen));
   }
   REQUIRE_THROWS_ERROR(ds.get(6), IndexError, "TensorDataset: index 6 is out of range for 6 examples");
@@ -285,4 +375,76 @@ TEST_CASE("TransformDataset applies a seeded transform to each example", "[data]
   TransformDataset from_shared(shared, ToFloat());
   CHECK(from_shared.base() == shared);
   CHECK(from_shared.transform().name() == "ToFloat(scale=0.00392157)");
+}
+
+namespace {
+// A dataset of its own that flips each (1, 1, 2) image [1, 2] with
+// probability 0.5, drawing from Generator(example_seed(index)) as docs/data.md
+// suggests.
+class SelfFlipping : public Dataset {
+ public:
+  explicit SelfFlipping(size_t n) : n_(n) {}
+  Example<> get(size_t index) override {
+    Generator gen(example_seed(index));
+    return {RandomHorizontalFlip(0.5)(test::make({1, 2}, {1, 1, 2}, kUInt8), gen),
+            test::make({static_cast<double>(index)}, {}, kInt64)};
+  }
+  std::optional<size_t> size() const override { return n_; }
+
+ private:
+  size_t n_;
+};
+
+bool flipped(const Tensor& image) { return image.to_vector<int>() == std::vector<int>{2, 1}; }
+}  // namespace
+
+TEST_CASE("Nested TransformDatasets draw independent numbers", "[data][transforms][dataset]") {
+  // Two flips with p = 0.5 over 2000 examples: with independent draws both
+  // fire for about a quarter of them (standard deviation 0.01), with shared
+  // ones for half, and never just one of them.
+  const size_t n = 2000;
+  Tensor data = test::make(std::vector<double>(2 * n, 1), {static_cast<int64_t>(n), 1, 1, 2}, kUInt8);
+  data.narrow(-1, 1, 1).fill_(2);  // every image is [1, 2]
+  Tensor target = zeros({static_cast<int64_t>(n)}, kInt64);
+  auto tensors = std::make_shared<TensorDataset>(data, target);
+
+  auto count = [&](Dataset& inner, Dataset& outer) {
+    size_t both = 0, one = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Tensor in = inner.get(i).data, out = outer.get(i).data;
+      bool inner_flip = flipped(in), outer_flip = in.to_vector<int>() != out.to_vector<int>();
+      both += inner_flip && outer_flip;
+      one += inner_flip != outer_flip;
+      if (i % 100 == 0) test::check_equal(outer.get(i).data, out);  // the same every time
+    }
+    return std::pair<double, double>{static_cast<double>(both) / n, static_cast<double>(one) / n};
+  };
+
+  SECTION("a TransformDataset over a TransformDataset") {
+    auto inner = std::make_shared<TransformDataset>(tensors, RandomHorizontalFlip(0.5));
+    TransformDataset outer(inner, RandomHorizontalFlip(0.5));
+    CHECK(inner->depth() == 0);
+    CHECK(outer.depth() == 1);
+    CHECK(TransformDataset(std::make_shared<TransformDataset>(inner, ToFloat()), ToFloat()).depth() == 2);
+    auto [both, one] = count(*inner, outer);
+    CHECK(both > 0.15);
+    CHECK(both < 0.35);
+    CHECK(one > 0.4);
+    CHECK(one < 0.6);
+    // The outer level draws from its own seed.
+    for (size_t i : {0u, 7u, 1999u}) {
+      Generator gen(data::detail::mix_seed(example_seed(i), 1, TransformDataset::kSeedSalt));
+      test::check_equal(outer.get(i).data, RandomHorizontalFlip(0.5)(inner->get(i).data, gen));
+    }
+  }
+  SECTION("a TransformDataset over a dataset drawing from example_seed(index)") {
+    auto inner = std::make_shared<SelfFlipping>(n);
+    TransformDataset outer(inner, RandomHorizontalFlip(0.5));
+    CHECK(outer.depth() == 0);
+    auto [both, one] = count(*inner, outer);
+    CHECK(both > 0.15);
+    CHECK(both < 0.35);
+    CHECK(one > 0.4);
+    CHECK(one < 0.6);
+  }
 }
