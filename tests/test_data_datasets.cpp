@@ -3,6 +3,9 @@
 // MNIST from a generated folder and the real Fashion-MNIST when Debian's
 // package is installed, and TensorDataset (the transforms:
 // test_data_transforms.cpp).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -84,6 +87,37 @@ Bytes gzip(const Bytes&, int = 6) {
   return {};
 }
 #endif
+
+// While it lives, the process may map at most `headroom` bytes more than it
+// does now (RLIMIT_AS), so that an allocation past that throws bad_alloc.
+// Inactive under AddressSanitizer and ThreadSanitizer, which map terabytes
+// of shadow memory as they go.
+class AddressSpaceCap {
+ public:
+  explicit AddressSpaceCap(size_t headroom) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    (void)headroom;
+#else
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0;
+    if (!(statm >> pages) || ::getrlimit(RLIMIT_AS, &old_) != 0) return;
+    struct rlimit capped = old_;
+    capped.rlim_cur = pages * static_cast<size_t>(::sysconf(_SC_PAGESIZE)) + headroom;
+    if (old_.rlim_cur != RLIM_INFINITY && old_.rlim_cur < capped.rlim_cur) return;
+    active_ = ::setrlimit(RLIMIT_AS, &capped) == 0;
+#endif
+  }
+  ~AddressSpaceCap() {
+    if (active_) ::setrlimit(RLIMIT_AS, &old_);
+  }
+  AddressSpaceCap(const AddressSpaceCap&) = delete;
+  AddressSpaceCap& operator=(const AddressSpaceCap&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  struct rlimit old_ {};
+  bool active_ = false;
+};
 
 // Both read_idx paths for one IDX content: the plain file and its gzip.
 std::vector<std::string> write_both(const TempDir& dir, const std::string& name, const Bytes& idx) {
@@ -383,9 +417,9 @@ TEST_CASE("read_idx: gzip streams", "[data][idx][gzip]") {
     REQUIRE_THROWS_ERROR(read_idx(two), SerializationError, "truncated gzip stream");
   }
   SECTION("an ISIZE trailer that lies is only a hint") {
-    // ISIZE sizes the first allocation (at most 1032 bytes per compressed
-    // byte, deflate's largest ratio): the output grows past a small one, and
-    // inflate's length check still rejects a wrong one.
+    // ISIZE sizes the first allocation (at most 8 bytes per compressed byte
+    // and 64 KiB): the output grows past a small one, and inflate's length
+    // check still rejects a wrong one.
     Bytes big_values(200000);
     for (size_t i = 0; i < big_values.size(); ++i) big_values[i] = static_cast<uint8_t>(i % 251);
     Bytes big = gzip(idx_uint8({200000}, big_values));
@@ -399,6 +433,28 @@ TEST_CASE("read_idx: gzip streams", "[data][idx][gzip]") {
     // Two members: the hint is the last one's length, 0 here.
     write_file(lying, concat(big, gzip({})));
     CHECK(read_idx(lying).to_vector<uint8_t>() == big_values);
+
+    // 512 KiB stored uncompressed, claiming 4 GiB: the first allocation is
+    // 4.2 MB, not the claim (nor 1032 bytes per compressed byte, 541 MB).
+    Bytes noise(1 << 19);
+    for (size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    Bytes claim = gzip(idx_uint8({1 << 19}, noise), 0);
+    std::fill(claim.end() - 4, claim.end(), 0xff);
+    write_file(lying, claim);
+    AddressSpaceCap cap(64 << 20);
+    if (!cap.active()) WARN("RLIMIT_AS could not be lowered: the allocation size is not checked");
+    REQUIRE_THROWS_ERROR(read_idx(lying), SerializationError, "corrupt gzip stream: incorrect length check");
+  }
+  SECTION("running out of memory while decompressing names the file") {
+    std::string zeros = dir.file("zeros.gz");
+    write_file(zeros, gzip(idx_uint8({64 << 20}, Bytes(64 << 20, 0)), 1));  // 64 MiB in about 64 KB
+    AddressSpaceCap cap(16 << 20);
+    if (!cap.active()) {
+      WARN("RLIMIT_AS could not be lowered: out of memory is not tested");
+      return;
+    }
+    REQUIRE_THROWS_ERROR(read_idx(zeros), OutOfMemoryError,
+                         "read_idx: '" + zeros + "': out of memory growing the buffer for the decompressed data to ");
   }
 }
 
