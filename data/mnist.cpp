@@ -12,14 +12,23 @@ namespace tandem::data {
 
 namespace {
 
+// Whether path exists; an error when that cannot be told (no permission to
+// search the folder, a symlink loop), rather than "cannot find".
+bool file_exists(const std::string& path, const std::string& dataset_name) {
+  std::error_code ec;
+  bool exists = std::filesystem::exists(path, ec);
+  TANDEM_CHECK(!ec, SerializationError, dataset_name, ": cannot tell whether '", path, "' exists: ", ec.message());
+  return exists;
+}
+
 // root/name.gz when it exists, else root/name; an error listing both when
-// neither does.
+// neither does. When both exist the .gz one is read: a folder torchvision's
+// MNIST downloaded into holds both, with the same data.
 std::string find_file(const std::string& root, const std::string& name, const std::string& dataset_name) {
   std::string plain = (std::filesystem::path(root) / name).string();
   std::string gz = plain + ".gz";
-  std::error_code ec;
-  if (std::filesystem::exists(gz, ec)) return gz;
-  if (std::filesystem::exists(plain, ec)) return plain;
+  if (file_exists(gz, dataset_name)) return gz;
+  if (file_exists(plain, dataset_name)) return plain;
   std::string hint =
       dataset_name != "FashionMNIST" ? "pass the folder that holds the files (gzip-compressed or not)"
       : root == FashionMNIST::kDefaultRoot

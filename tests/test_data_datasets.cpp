@@ -548,6 +548,27 @@ TEST_CASE("MNIST: missing and inconsistent files", "[data][mnist]") {
                         Catch::Contains("; pass the folder that holds the files (Debian's dataset-fashion-mnist "
                                         "package puts them in /usr/share/datasets/fashion-mnist)"));
   }
+  SECTION("a file whose existence cannot be told") {
+    // A symbolic link to itself: stat fails with ELOOP, not "no such file".
+    std::string gz = folder.dir.file("train-images-idx3-ubyte.gz");
+    fs::create_symlink("train-images-idx3-ubyte.gz", gz);
+    REQUIRE_THROWS_ERROR(MNIST(root), SerializationError,
+                         "MNIST: cannot tell whether '" + gz + "' exists: Too many levels of symbolic links");
+    // A folder that may not be searched (root may search any).
+    if (::geteuid() != 0) {
+      fs::permissions(root, fs::perms::owner_read | fs::perms::owner_write);
+      std::string message;
+      try {
+        MNIST m(root, false);
+      } catch (const SerializationError& e) {
+        message = e.what();
+      }
+      fs::permissions(root, fs::perms::owner_all);
+      CHECK_THAT(message,
+                 Catch::Contains("MNIST: cannot tell whether '" + folder.dir.file("t10k-images-idx3-ubyte.gz") +
+                                 "' exists: Permission denied"));
+    }
+  }
   SECTION("a missing label file") {
     fs::remove(folder.dir.file("t10k-labels-idx1-ubyte"));
     REQUIRE_THROWS_ERROR(MNIST(root, false), SerializationError, "cannot find t10k-labels-idx1-ubyte");
