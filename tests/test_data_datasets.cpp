@@ -91,13 +91,15 @@ Bytes gzip(const Bytes&, int = 6) {
 // While it lives, the process may map at most `headroom` bytes more than it
 // does now (RLIMIT_AS), so that an allocation past that throws bad_alloc.
 // Inactive under AddressSanitizer and ThreadSanitizer, which map terabytes
-// of shadow memory as they go.
+// of shadow memory as they go, and beside a real GPU, whose driver maps as
+// it likes from threads of its own.
 class AddressSpaceCap {
  public:
   explicit AddressSpaceCap(size_t headroom) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     (void)headroom;
 #else
+    if (cuda::is_available() && !cuda::is_emulated()) return;
     std::ifstream statm("/proc/self/statm");
     size_t pages = 0;
     if (!(statm >> pages) || ::getrlimit(RLIMIT_AS, &old_) != 0) return;
