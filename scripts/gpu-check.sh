@@ -3,8 +3,9 @@
 # says what it found, builds with CUDA, runs every test suite, runs
 # compute-sanitizer's memcheck and racecheck over the GPU-only tests (and
 # memcheck over the cuda:0 sections of test_nn_layers, test_nn_norm,
-# test_optim and test_data_loader), runs the GPU benchmarks, then bench_autograd, bench_nn,
-# bench_norm and bench_optim on cuda:0 each beside its torch peer
+# test_optim and test_data_loader), runs the GPU benchmarks, then
+# bench_autograd, bench_nn, bench_norm, bench_optim and bench_data on cuda:0,
+# each beside its torch peer
 # (bench/peer_*_torch.py --compare), and prints a summary table last. Run it
 # from the root of a copy of the tree; stage the Catch2 header first
 # (scripts/stage-gpu-deps.sh).
@@ -304,9 +305,9 @@ fi
 # Shares, in percent of the budget: each bench_gpu_* program wants 25; each
 # Tandem bench beside its torch peer (bench_pair) wants 2 for Tandem and 4 for
 # torch (its import and CUDA start take seconds) and is kept 3 by the steps
-# before it: 12 for the four pairs, 56 s at the default budget.
+# before it: 15 for the five pairs, 70 s at the default budget.
 pairs=(bench_autograd:peer_autograd_torch.py bench_nn:peer_nn_torch.py bench_norm:peer_norm_torch.py
-  bench_optim:peer_optim_torch.py)
+  bench_optim:peer_optim_torch.py bench_data:peer_data_torch.py)
 pairs_share=$((3 * ${#pairs[@]}))
 if [ $built != 0 ]; then
   for f in "$build"/bench/bench_gpu_*; do
