@@ -272,7 +272,7 @@ void bench_h2d(const Config& cfg) {
   const double epoch_gb = static_cast<double>(images.nbytes() + labels.nbytes()) * 1e-9;
   const std::string size = std::to_string(n) + "x3x224x224 b64";
   std::vector<int64_t> workers{4};
-  if (bench::hardware_threads() >= 8) workers.push_back(8);
+  if (bench::hardware_threads() >= 8 && !cfg.quick) workers.push_back(8);
   struct Run {
     std::string name;
     std::unique_ptr<data::DataLoader> loader;

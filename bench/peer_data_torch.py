@@ -214,7 +214,7 @@ def bench_h2d(args, device, rows):
                        torch.randint(0, 1000, (n,), generator=g))
     epoch_gb = (n * 3 * 224 * 224 + n * 8) * 1e-9
     size = f"{n}x3x224x224 b64"
-    workers = [4] + ([8] if (os.cpu_count() or 1) >= 8 else [])
+    workers = [4] + ([8] if (os.cpu_count() or 1) >= 8 and not args.quick else [])
     runs = [(f"loader {'pinned' if pin else 'pageable'} workers={w}", pin, w) for pin in (True, False) for w in workers]
     fns = [lambda pin=pin, w=w: drain(make_loader(ds, device, batch, w, pin), n // batch, device) for _, pin, w in runs]
     tl = time_rounds(fns, 2 if args.quick else 4, 1.0 * (0.25 if args.quick else 1), device)
