@@ -42,6 +42,7 @@ struct LoaderConfig {
   size_t window = 0;  // batches built ahead of the consumer, all workers together
   uint64_t seed = 0;
   Origin host_origin, device_origin;  // of the batches' tensors
+  std::optional<Example<>> stacked;   // Dataset::stacked(): batches gathered from its rows
 };
 
 // One batch as built: its tensors, or what went wrong, and the event that
@@ -101,6 +102,24 @@ void stack_into(const Tensor& batch, int64_t j, const Tensor& x) {
   }
 }
 
+// Rows order[begin..end) of rows (N, ...) stacked into a new (end - begin,
+// ...) tensor, pinned when asked: the batch of a stacked dataset.
+Tensor gather_rows(const Tensor& rows, const Epoch& ep, size_t begin, size_t end, bool pin) {
+  std::vector<int64_t> sizes{static_cast<int64_t>(end - begin)};
+  sizes.insert(sizes.end(), rows.sizes().begin() + 1, rows.sizes().end());
+  Tensor out = empty(sizes, TensorOptions(rows.dtype()).pinned_memory(pin));
+  if (rows.is_contiguous()) {
+    size_t row = rows.nbytes() / static_cast<size_t>(rows.size(0));
+    const auto* src = static_cast<const char*>(rows.data_ptr());
+    auto* dst = static_cast<char*>(out.data_ptr());
+    for (size_t p = begin; p < end; ++p) std::memcpy(dst + (p - begin) * row, src + ep.order[p] * row, row);
+  } else {
+    for (size_t p = begin; p < end; ++p)
+      out.select(0, static_cast<int64_t>(p - begin)).copy_(rows.select(0, static_cast<int64_t>(ep.order[p])));
+  }
+  return out;
+}
+
 // The examples of batch k stacked along a new first dimension, in pinned
 // memory when asked, then (with a device) copied there on `side`. Never
 // throws: an error is returned in the slot, with where it happened.
@@ -119,7 +138,11 @@ Slot build_batch(const LoaderConfig& impl, const Epoch& ep, size_t k, int64_t wo
     Tensor data, target;
     Example<> first;
     size_t first_index = 0;
-    for (size_t p = begin; p < end; ++p) {
+    if (impl.stacked) {
+      data = gather_rows(impl.stacked->data, ep, begin, end, o.pin_memory());
+      target = gather_rows(impl.stacked->target, ep, begin, end, o.pin_memory());
+    }
+    for (size_t p = begin; p < end && !impl.stacked; ++p) {
       if (ep.cancelled.load(std::memory_order_relaxed)) return {};
       index = ep.order[p];
       in_get = true;
@@ -244,7 +267,7 @@ class WorkerPool {
     ep.done.erase(it);
     ep.next_deliver = k + 1;
     lock.unlock();
-    st.work.notify_all();
+    st.work.notify_one();  // one batch more may be built: one worker is enough
     return slot;
   }
 
@@ -440,6 +463,17 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   cfg->host_origin = Origin::created("DataLoader", loc);
   cfg->device_origin = Origin::moved("DataLoader", loc);
   cfg->host_origin.label = cfg->device_origin.label = "a batch";
+  cfg->stacked = dataset->stacked();
+  if (cfg->stacked) {
+    const Example<>& st = *cfg->stacked;
+    bool fits = st.data.defined() && st.target.defined() && st.data.is_cpu() && st.target.is_cpu() &&
+                st.data.dim() >= 1 && st.target.dim() >= 1 && st.data.size(0) == static_cast<int64_t>(*n) &&
+                st.target.size(0) == static_cast<int64_t>(*n);
+    TANDEM_CHECK(fits, ValueError, "DataLoader: ", dataset->name(),
+                 "'s stacked() must give two defined cpu tensors with one row per example (", *n,
+                 "); got data of shape ", st.data.defined() ? shape_str(st.data.sizes()) : "undefined",
+                 " and target of shape ", st.target.defined() ? shape_str(st.target.sizes()) : "undefined");
+  }
   cfg->dataset = std::move(dataset);
   cfg->options = std::move(options);  // o is not read after this
   impl_->cfg = std::move(cfg);

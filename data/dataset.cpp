@@ -28,6 +28,11 @@ Example<> TensorDataset::get(size_t index) {
   return {data_.select(0, i), target_.select(0, i)};
 }
 
+std::optional<Example<>> TensorDataset::stacked() const {
+  if (typeid(*this) != typeid(TensorDataset)) return std::nullopt;
+  return Example<>{data_, target_};
+}
+
 std::optional<size_t> TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
 
 std::string TensorDataset::name() const {

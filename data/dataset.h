@@ -35,6 +35,13 @@ class Dataset {
   virtual std::optional<size_t> size() const = 0;
   // For error messages and printing: "FashionMNIST(train, 60000 examples)".
   virtual std::string name() const { return "Dataset"; }
+  // The whole dataset as two cpu tensors (N, ...) whose rows are the
+  // examples, when get(i) is exactly {data[i], target[i]}: a DataLoader then
+  // copies a batch's rows straight into it instead of calling get() per
+  // example (5x faster for MNIST). nullopt (the default) when get() does
+  // more; TensorDataset and MNIST answer only for their own exact type, so
+  // a subclass that overrides get() is not bypassed.
+  virtual std::optional<Example<>> stacked() const { return std::nullopt; }
 };
 
 // Examples as slices of two tensors along their first dimension
@@ -47,6 +54,7 @@ class TensorDataset : public Dataset {
   Example<> get(size_t index) override;
   std::optional<size_t> size() const override;
   std::string name() const override;
+  std::optional<Example<>> stacked() const override;
   const Tensor& data() const { return data_; }
   const Tensor& target() const { return target_; }
 

@@ -80,6 +80,11 @@ Example<> MNIST::get(size_t index) {
   return {images_.select(0, i), targets_.select(0, i)};
 }
 
+std::optional<Example<>> MNIST::stacked() const {
+  if (typeid(*this) != typeid(MNIST) && typeid(*this) != typeid(FashionMNIST)) return std::nullopt;
+  return Example<>{images_, targets_};
+}
+
 std::optional<size_t> MNIST::size() const { return static_cast<size_t>(images_.size(0)); }
 
 std::string MNIST::name() const {

@@ -22,6 +22,7 @@ class MNIST : public Dataset {
   Example<> get(size_t index) override;
   std::optional<size_t> size() const override;
   std::string name() const override;
+  std::optional<Example<>> stacked() const override;
 
   const Tensor& images() const { return images_; }    // (N, 1, H, W) uint8
   const Tensor& targets() const { return targets_; }  // (N) int64

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <new>
@@ -152,52 +153,57 @@ TEST_CASE("a dataset with fewer examples than a batch, and an empty one", "[data
 // which in turn are checked against what the options mean.
 DEVICE_TEST_CASE("every combination of options gives the same batches as the calling thread", "[data][loader]") {
   const int64_t n = 23, bs = 4;
-  auto ds = numbered(n);
   std::vector<bool> pins{false};
   if (cuda::is_available()) pins.push_back(true);
-  for (bool shuffle : {false, true}) {
-    for (bool drop_last : {false, true}) {
-      auto base = DataLoaderOptions(bs).shuffle(shuffle).drop_last(drop_last).seed(1234);
-      DataLoader reference_loader(ds, base);
-      std::vector<std::vector<int64_t>> reference = epoch_targets(reference_loader);
-      // What the options mean: sizes, every example at most once, all of
-      // them unless drop_last, in order unless shuffled.
-      REQUIRE(reference.size() == (drop_last ? 5u : 6u));
-      std::vector<int64_t> flat;
-      for (size_t b = 0; b < reference.size(); ++b) {
-        CHECK(reference[b].size() == (b == 5 ? 3u : 4u));
-        flat.insert(flat.end(), reference[b].begin(), reference[b].end());
-      }
-      std::set<int64_t> distinct(flat.begin(), flat.end());
-      CHECK(distinct.size() == flat.size());
-      CHECK(*distinct.begin() >= 0);
-      CHECK(*distinct.rbegin() < n);
-      std::vector<int64_t> sorted = flat;
-      std::sort(sorted.begin(), sorted.end());
-      if (!shuffle) {
-        CHECK(flat == sorted);
-        CHECK(flat.front() == 0);
-      } else {
-        CHECK(flat != sorted);  // one chance in 23! of a false failure for this fixed seed: none
-      }
-      if (!drop_last) CHECK(flat.size() == static_cast<size_t>(n));
-      for (int64_t workers : {0, 1, 4}) {
-        for (bool pin : pins) {
-          for (bool persistent : {false, true}) {
-            if (persistent && workers == 0) continue;
-            INFO("shuffle " << shuffle << ", drop_last " << drop_last << ", num_workers " << workers << ", pin_memory "
-                            << pin << ", persistent " << persistent);
-            auto o = DataLoaderOptions(bs)
-                         .shuffle(shuffle)
-                         .drop_last(drop_last)
-                         .seed(1234)
-                         .num_workers(workers)
-                         .pin_memory(pin)
-                         .persistent_workers(persistent)
-                         .device(device);
-            DataLoader loader(ds, o);
-            CHECK(loader.size() == reference.size());
-            CHECK(epoch_targets(loader, pin) == reference);
+  // The same examples gathered from a TensorDataset's rows (Dataset::stacked)
+  // and built one get() at a time.
+  for (bool via_get : {false, true}) {
+    std::shared_ptr<data::Dataset> ds = numbered(n);
+    if (via_get) ds = std::make_shared<FnDataset>(n, numbered_example);
+    for (bool shuffle : {false, true}) {
+      for (bool drop_last : {false, true}) {
+        auto base = DataLoaderOptions(bs).shuffle(shuffle).drop_last(drop_last).seed(1234);
+        DataLoader reference_loader(ds, base);
+        std::vector<std::vector<int64_t>> reference = epoch_targets(reference_loader);
+        // What the options mean: sizes, every example at most once, all of
+        // them unless drop_last, in order unless shuffled.
+        REQUIRE(reference.size() == (drop_last ? 5u : 6u));
+        std::vector<int64_t> flat;
+        for (size_t b = 0; b < reference.size(); ++b) {
+          CHECK(reference[b].size() == (b == 5 ? 3u : 4u));
+          flat.insert(flat.end(), reference[b].begin(), reference[b].end());
+        }
+        std::set<int64_t> distinct(flat.begin(), flat.end());
+        CHECK(distinct.size() == flat.size());
+        CHECK(*distinct.begin() >= 0);
+        CHECK(*distinct.rbegin() < n);
+        std::vector<int64_t> sorted = flat;
+        std::sort(sorted.begin(), sorted.end());
+        if (!shuffle) {
+          CHECK(flat == sorted);
+          CHECK(flat.front() == 0);
+        } else {
+          CHECK(flat != sorted);  // one chance in 23! of a false failure for this fixed seed: none
+        }
+        if (!drop_last) CHECK(flat.size() == static_cast<size_t>(n));
+        for (int64_t workers : {0, 1, 4}) {
+          for (bool pin : pins) {
+            for (bool persistent : {false, true}) {
+              if (persistent && workers == 0) continue;
+              INFO("via get() " << via_get << ", shuffle " << shuffle << ", drop_last " << drop_last << ", num_workers "
+                                << workers << ", pin_memory " << pin << ", persistent " << persistent);
+              auto o = DataLoaderOptions(bs)
+                           .shuffle(shuffle)
+                           .drop_last(drop_last)
+                           .seed(1234)
+                           .num_workers(workers)
+                           .pin_memory(pin)
+                           .persistent_workers(persistent)
+                           .device(device);
+              DataLoader loader(ds, o);
+              CHECK(loader.size() == reference.size());
+              CHECK(epoch_targets(loader, pin) == reference);
+            }
           }
         }
       }
@@ -521,6 +527,48 @@ TEST_CASE("DataLoader options are checked when the loader is made", "[data][load
     int n = cuda::device_count();
     REQUIRE_THROWS_AS(DataLoader(ds, DataLoaderOptions(2).device(Device(kCUDA, n))), DeviceError);
   }
+}
+
+TEST_CASE("stacked datasets are gathered row by row; a subclass that overrides get() is not bypassed",
+          "[data][loader]") {
+  auto ds = numbered(6);
+  REQUIRE(ds->stacked().has_value());
+  CHECK(ds->stacked()->data.is_same(ds->data()));
+  class Doubled : public data::TensorDataset {
+   public:
+    using TensorDataset::TensorDataset;
+    Example<> get(size_t i) override {
+      Example<> e = TensorDataset::get(i);
+      return {e.data * 2, e.target};
+    }
+  };
+  auto doubled = std::make_shared<Doubled>(ds->data(), ds->target());
+  CHECK_FALSE(doubled->stacked().has_value());
+  DataLoader loader(doubled, DataLoaderOptions(3).num_workers(1));
+  auto it = loader.begin();
+  test::check_values(it->data, {0, 1, 2, 3, 4, 5});
+  // A stacked() that breaks its contract is refused when the loader is made.
+  class Broken : public data::TensorDataset {
+   public:
+    using TensorDataset::TensorDataset;
+    std::optional<Example<>> stacked() const override { return Example<>{data().narrow(0, 0, 2), target()}; }
+  };
+  REQUIRE_THROWS_WITH(DataLoader(std::make_shared<Broken>(ds->data(), ds->target())),
+                      "DataLoader: TensorDataset(data [6, 2], target [6])'s stacked() must give two defined cpu "
+                      "tensors with one row per example (6); got data of shape [2, 2] and target of shape [6]");
+  // MNIST's batches gathered from its rows equal its examples stacked.
+  if (!std::filesystem::exists(data::FashionMNIST::kDefaultRoot)) return;
+  auto fashion = std::make_shared<data::FashionMNIST>(data::FashionMNIST::kDefaultRoot, /*train=*/false);
+  REQUIRE(fashion->stacked().has_value());
+  // The order of a shuffled epoch depends on the seed and the size only: a
+  // numbered dataset of the same size says which rows the batch must hold.
+  DataLoader mnist(fashion, DataLoaderOptions(5).shuffle(true).seed(2));
+  DataLoader indices(numbered(static_cast<int64_t>(*fashion->size())), DataLoaderOptions(5).shuffle(true).seed(2));
+  auto b = mnist.begin();
+  auto idx = indices.begin();
+  Tensor rows = idx->target;
+  test::check_equal(b->data, fashion->images().index_select(0, rows));
+  test::check_equal(b->target, fashion->targets().index_select(0, rows));
 }
 
 TEST_CASE("one epoch at a time; an iterator at its end cannot be read", "[data][loader]") {
