@@ -10,6 +10,7 @@
 // dataset: never on num_workers, pin_memory or timing.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -74,7 +75,7 @@ class DataLoader {
 
   // One pass over the dataset. Move-only; destroying it before the end (a
   // break out of the loop, an exception) stops the epoch and joins its
-  // workers.
+  // workers (persistent ones stay, idle).
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;

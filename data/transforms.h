@@ -3,6 +3,7 @@
 // A TransformDataset applies one to every example a dataset gives.
 #pragma once
 
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <string>
