@@ -323,8 +323,7 @@ def print_headline(tandem_rows, torch_rows):
     def name(key):
         return key[1] if key[0] == "1" else f"{key[1]} ({key[0]} threads)"
 
-    line = headline([(t / torch_rows[key][0], name(key)) for key, (t, _) in tandem_rows.items()
-                     if t and key in torch_rows and torch_rows[key][0]])
+    line = headline([(t, torch_rows[key][0], name(key)) for key, (t, _) in tandem_rows.items() if key in torch_rows])
     if line is None:
         print("headline: no case in both tables")
         return

@@ -334,15 +334,16 @@ def print_comparison(tandem_rows, torch_rows):
     widths = (-4, -26, -20, 10, 10, 12, 10, 16, 16)
     print_row(widths, "thr", "case", "size", "tandem", "torch", "tandem/torch", "throughput", "figure tandem",
               "figure torch")
-    ratios = []
+    times = []
     for key, t_fields in tandem_rows.items():
         if key not in torch_rows:
             continue
         p_fields = torch_rows[key]
         t, p = seconds(t_fields[3]), seconds(p_fields[3])
-        ratios.append((t / p, key[1]))
-        print_row(widths, *key, t_fields[3], p_fields[3], f"{t / p:.2f}", f"{p / t:.2f}", t_fields[4], p_fields[4])
-    line = headline(ratios)
+        times.append((t, p, key[1]))
+        ratio, inverse = (f"{t / p:.2f}", f"{p / t:.2f}") if t and p else ("-", "-")
+        print_row(widths, *key, t_fields[3], p_fields[3], ratio, inverse, t_fields[4], p_fields[4])
+    line = headline(times)
     if line:
         print(line)
 

@@ -110,7 +110,7 @@ def main():
             if name in b.rows:
                 p = b.rows[name]
                 print_row(widths, name, fmt_time(t), fmt_time(p), f"{t / p:.2f}")
-        line = headline([(t / b.rows[name], "") for name, t in tandem.items() if name in b.rows])
+        line = headline([(t, b.rows[name], "") for name, t in tandem.items() if name in b.rows])
         if line:
             print(line)
     return 0

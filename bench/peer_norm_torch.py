@@ -88,8 +88,7 @@ class Bench:
 def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster)")
     print_compare_table(tandem_rows, torch_rows, 20, 14, ratio_columns=False)
-    line = headline([(t / torch_rows[key][0], "") for key, (t, _) in tandem_rows.items()
-                     if t and key in torch_rows and torch_rows[key][0]])
+    line = headline([(t, torch_rows[key][0], "") for key, (t, _) in tandem_rows.items() if key in torch_rows])
     if line:
         print(line)
 

@@ -85,7 +85,7 @@ def print_comparison(tandem_rows, torch_rows):
     print("# time of Tandem / time of torch for the same case (below 1: Tandem faster), and each program's fraction of")
     print("# its copy reference")
     print_compare_table(tandem_rows, torch_rows, 22, 16, ratio_columns=True)
-    line = headline([(t / torch_rows[key][0], "") for key, (t, _) in tandem_rows.items() if key in torch_rows])
+    line = headline([(t, torch_rows[key][0], "") for key, (t, _) in tandem_rows.items() if key in torch_rows])
     if line:
         print(line)
 

@@ -149,13 +149,13 @@ def print_compare_table(tandem_rows, torch_rows, case_w, size_w, ratio_columns):
         print_row(widths, *key, *times, *((ratio, p_ratio) if ratio_columns else ()))
 
 
-def headline(ratios):
-    """The line scripts/gpu-check.sh reads for its summary, from [(time of Tandem / time of torch, label)] over the
-    cases both tables time: their geometric mean, the lowest and the highest (each with its label where it has one);
-    None where there is no case."""
+def headline(times):
+    """The line scripts/gpu-check.sh reads for its summary, from [(time of Tandem, time of torch, label)] over the
+    cases both tables time (a case without both times is left out): the geometric mean of Tandem / torch, the lowest
+    and the highest (each with its label where it has one); None where there is no case."""
+    ratios = sorted(((t / p, label) for t, p, label in times if t and p), key=lambda r: r[0])
     if not ratios:
         return None
-    ratios = sorted(ratios, key=lambda r: r[0])
     mean = math.exp(sum(math.log(r) for r, _ in ratios) / len(ratios))
 
     def end(r):
