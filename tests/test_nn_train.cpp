@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "optim/checkpoint.h"
 #include "tests/helpers.h"
@@ -46,6 +47,19 @@ std::pair<Tensor, Tensor> bars(int64_t n, Device device) {
   return {x.to(device), y.to(device)};
 }
 
+// `steps` optimizer steps on the loss `loss()` computes; the first and the last loss.
+std::pair<double, double> train(optim::Optimizer& opt, const std::function<Tensor()>& loss, int steps) {
+  double first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    opt.zero_grad();
+    Tensor l = loss();
+    l.backward();
+    opt.step();
+    (step == 0 ? first : last) = l.item<double>();
+  }
+  return {first, last};
+}
+
 double accuracy(const Tensor& logits, const Tensor& labels) {
   return logits.argmax(1).eq(labels).to(kFloat64).mean().item<double>();
 }
@@ -60,14 +74,8 @@ DEVICE_TEST_CASE("an MLP trains with Adam built before the model moved", "[nn][t
   optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
   model->to(device);
   auto [x, y] = blobs(64, device);
-  double first = 0, last = 0;
-  for (int step = 0; step < 150; ++step) {
-    opt.zero_grad();
-    Tensor loss = F::cross_entropy(model->forward(x), y);
-    loss.backward();
-    opt.step();
-    (step == 0 ? first : last) = loss.item<double>();
-  }
+  auto [first, last] = train(
+      opt, [&] { return F::cross_entropy(model->forward(x), y); }, 150);
   INFO("loss " << first << " -> " << last);
   CHECK(first > 1.0);  // about log(4) at the start
   CHECK(last < 0.05);
@@ -85,14 +93,9 @@ DEVICE_TEST_CASE("an MLP with dropout trains with SGD and a class-weighted loss 
   loss_fn->to(device);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
   auto [x, y] = blobs(64, device);
-  double last = 0;
-  for (int step = 0; step < 150; ++step) {
-    opt.zero_grad();
-    Tensor loss = loss_fn(model->forward(x), y);
-    loss.backward();
-    opt.step();
-    last = loss.item<double>();
-  }
+  double last = train(
+                    opt, [&] { return loss_fn(model->forward(x), y); }, 150)
+                    .second;
   CHECK(last < 0.1);
   model->eval();
   NoGradGuard no_grad;
@@ -107,14 +110,8 @@ DEVICE_TEST_CASE("a CNN with batch norm and pooling trains with SGD", "[nn][trai
   model->to(device);
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   auto [x, y] = bars(32, device);
-  double first = 0, last = 0;
-  for (int step = 0; step < 80; ++step) {
-    opt.zero_grad();
-    Tensor loss = F::cross_entropy(model->forward(x), y);
-    loss.backward();
-    opt.step();
-    (step == 0 ? first : last) = loss.item<double>();
-  }
+  auto [first, last] = train(
+      opt, [&] { return F::cross_entropy(model->forward(x), y); }, 80);
   INFO("loss " << first << " -> " << last);
   CHECK(first > 1.0);
   CHECK(last < 0.1);
