@@ -520,6 +520,11 @@ DataLoader::Iterator DataLoader::begin() {
 
 size_t DataLoader::size() const { return impl().cfg->num_batches; }
 uint64_t DataLoader::epochs() const { return impl().epochs; }
+void DataLoader::set_epoch(uint64_t epoch) {
+  TANDEM_CHECK(!impl().epoch_active, Error, "DataLoader.set_epoch: epoch ", impl().epochs - 1,
+               " is still running; destroy its iterator (or finish the loop) before choosing the next epoch");
+  impl().epochs = epoch;
+}
 uint64_t DataLoader::seed() const { return impl().cfg->seed; }
 const DataLoaderOptions& DataLoader::options() const { return impl().cfg->options; }
 const std::shared_ptr<Dataset>& DataLoader::dataset() const { return impl().cfg->dataset; }

@@ -107,6 +107,10 @@ class DataLoader {
   size_t size() const;
   // Epochs begun so far (the next begin() is epoch epochs()).
   uint64_t epochs() const;
+  // Makes the next begin() epoch `epoch`, with that epoch's order and
+  // augmentation: how a resumed run continues where it stopped (as PyTorch's
+  // DistributedSampler.set_epoch). Not while an epoch is running.
+  void set_epoch(uint64_t epoch);
   uint64_t seed() const;
   const DataLoaderOptions& options() const;
   const std::shared_ptr<Dataset>& dataset() const;

@@ -32,6 +32,7 @@
 #include "tensor/ops/index.h"
 #include "tensor/ops/linalg.h"
 #include "tensor/ops/norm.h"
+#include "tensor/ops/parallel.h"
 #include "tensor/ops/pool.h"
 #include "tensor/ops/random.h"
 #include "tensor/ops/reduce.h"

@@ -233,6 +233,27 @@ TEST_CASE("shuffling: a new order each epoch, fixed by the seed alone", "[data][
   CHECK(f.seed() != d.seed());
 }
 
+TEST_CASE("set_epoch: the next epoch is the one chosen, with that epoch's order", "[data][loader]") {
+  auto ds = numbered(40);
+  auto o = DataLoaderOptions(40).shuffle(true).seed(3);
+  DataLoader a(ds, o);
+  std::vector<std::vector<int64_t>> orders;
+  for (int e = 0; e < 4; ++e) orders.push_back(epoch_targets(a)[0]);
+  for (int64_t workers : {0, 2}) {
+    DataLoader b(ds, DataLoaderOptions(40).shuffle(true).seed(3).num_workers(workers));
+    b.set_epoch(2);  // a run resumed after two epochs
+    CHECK(epoch_targets(b)[0] == orders[2]);
+    CHECK(b.epochs() == 3);
+    CHECK(epoch_targets(b)[0] == orders[3]);
+    b.set_epoch(0);
+    CHECK(epoch_targets(b)[0] == orders[0]);
+  }
+  auto it = a.begin();
+  REQUIRE_THROWS_WITH(a.set_epoch(0),
+                      "DataLoader.set_epoch: epoch 4 is still running; destroy its iterator (or "
+                      "finish the loop) before choosing the next epoch");
+}
+
 TEST_CASE("shuffled orders are uniform: every example is first about equally often", "[data][loader]") {
   auto ds = numbered(5);
   std::vector<int> first(5, 0);

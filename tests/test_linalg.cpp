@@ -7,7 +7,13 @@
 #include <utility>
 
 #include "helpers.h"
+#include "tandem/version.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/parallel.h"
+
+#if TANDEM_WITH_OPENBLAS
+#include <cblas.h>
+#endif
 
 using namespace tandem;
 using test::check_values;
@@ -545,4 +551,31 @@ DEVICE_TEST_CASE("products record where their result was computed", "[linalg]") 
   CHECK_THAT(matmul(a, a).origin().describe(), Catch::Contains("matmul"));
   CHECK_THAT(mm(a, a).origin().describe(), Catch::Contains("mm"));
   CHECK_THAT(bmm(a.unsqueeze(0), a.unsqueeze(0)).origin().describe(), Catch::Contains("bmm"));
+}
+
+TEST_CASE("set_num_threads bounds Tandem's loops and OpenBLAS's GEMMs alike; 0 restores the defaults", "[linalg]") {
+#if TANDEM_WITH_OPENBLAS
+  const int blas_default = openblas_get_num_threads();
+#endif
+  const int default_threads = get_num_threads();
+  set_num_threads(1);
+  CHECK(get_num_threads() == 1);
+#if TANDEM_WITH_OPENBLAS
+  CHECK(openblas_get_num_threads() == 1);
+#endif
+  Tensor a = randn({64, 64}, kFloat32), b = randn({64, 64}, kFloat32);
+  Tensor one = a.mm(b);
+  set_num_threads(2);
+  CHECK(get_num_threads() == 2);
+#if TANDEM_WITH_OPENBLAS
+  CHECK(openblas_get_num_threads() == 2);
+#endif
+  test::check_close(a.mm(b), one);
+  set_num_threads(0);
+  CHECK(get_num_threads() == default_threads);
+#if TANDEM_WITH_OPENBLAS
+  CHECK(openblas_get_num_threads() == blas_default);
+#endif
+  REQUIRE_THROWS_WITH(set_num_threads(-1),
+                      "set_num_threads: expected a thread count >= 0 (0 for the default), but got -1");
 }

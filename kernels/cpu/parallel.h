@@ -26,6 +26,7 @@ namespace tandem::cpu {
 // Below this many elements an elementwise op runs on one thread.
 constexpr int64_t kElementwiseGrain = 32768;
 
+// The threads a parallel_for may use, and OpenBLAS's too (0: the defaults).
 int num_threads();
 void set_num_threads(int n);
 

@@ -5,11 +5,17 @@
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
+#include "tandem/version.h"
+#if TANDEM_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
 #include <mutex>
 #include <vector>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/versions.h"
 #include "tensor/core/errors.h"
 
 namespace tandem::gpu {
@@ -215,6 +221,22 @@ void memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, int 
                      : kind == CopyKind::DeviceToHost ? cudaMemcpyDeviceToHost
                                                       : cudaMemcpyDeviceToDevice;
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, k, static_cast<cudaStream_t>(stream)));
+}
+
+Versions versions() {
+  Versions v;
+  if (cudaRuntimeGetVersion(&v.runtime) != cudaSuccess) v.runtime = 0;
+  if (cudaDriverGetVersion(&v.driver) != cudaSuccess) v.driver = 0;
+  cudaGetLastError();
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS)
+    v.cublas = major * 10000 + minor * 100 + patch;
+#if TANDEM_WITH_CUDNN
+  v.cudnn = static_cast<int>(cudnnGetVersion());
+#endif
+  return v;
 }
 
 }  // namespace tandem::cuda_runtime

@@ -10,6 +10,7 @@
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/shape_ops.h"
+#include "kernels/cuda/versions.h"
 #include "tensor/core/errors.h"
 
 namespace tandem {
@@ -25,6 +26,7 @@ namespace {
 
 namespace cuda_runtime {
 bool compiled_with_cuda() { return false; }
+Versions versions() { return {}; }
 int device_count() { return 0; }
 Properties properties(int) { no_cuda("get_device_properties"); }
 std::string unavailable_reason() { return "Tandem was built without CUDA support"; }
