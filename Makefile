@@ -1,6 +1,8 @@
 # Thin wrappers over meson: each target installs what is missing, configures,
 # builds and runs.
-#   make train   the main job (DEVICE=cpu|cuda:0 to choose; default: best present)
+#   make train   the main job: builds the library and the tandem command only,
+#                then runs tandem train (DEVICE=cpu|cuda:0 to choose, default the
+#                best present; TRAIN_ARGS="--model cnn" for more flags)
 #   make test    the whole test suite (cpu, then two emulated CUDA devices)
 BUILD ?= build
 MESON_ARGS ?=
@@ -19,8 +21,9 @@ build: deps $(BUILD)/build.ninja
 test: build
 	scripts/run-tests.sh $(BUILD)
 
-train: build
-	$(BUILD)/examples/train $(if $(DEVICE),--device $(DEVICE))
+train: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) cli/tandem
+	$(BUILD)/cli/tandem train $(if $(DEVICE),--device $(DEVICE)) $(TRAIN_ARGS)
 
 # The CPU tests once more under AddressSanitizer and UndefinedBehaviorSanitizer,
 # at -O1 (sanitizers' usual level; it compiles in 40% less time than -O2).

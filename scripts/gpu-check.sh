@@ -6,7 +6,9 @@
 # test_optim and test_data_loader), runs the GPU benchmarks, then
 # bench_autograd, bench_nn, bench_norm, bench_optim and bench_data on cuda:0,
 # each beside its torch peer
-# (bench/peer_*_torch.py --compare), and prints a summary table last. Run it
+# (bench/peer_*_torch.py --compare), and prints a summary table last.
+# Before the benchmarks it runs the main job: tandem train on cuda:0 (one
+# epoch of each model) and tandem eval of its checkpoint on the cpu. Run it
 # from the root of a copy of the tree; stage the Catch2 header first
 # (scripts/stage-gpu-deps.sh).
 # Without a GPU it still builds and runs the cpu and emulated suites, and
@@ -300,8 +302,6 @@ elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
   fi
 fi
 
-# ---------------------------------------------------------------- benchmarks
-: >"$out/bench.log"
 # Shares, in percent of the budget: each bench_gpu_* program wants 25; each
 # Tandem bench beside its torch peer (bench_pair) wants 2 for Tandem and 4 for
 # torch (its import and CUDA start take seconds) and is kept 3 by the steps
@@ -309,6 +309,47 @@ fi
 pairs=(bench_autograd:peer_autograd_torch.py bench_nn:peer_nn_torch.py bench_norm:peer_norm_torch.py
   bench_optim:peer_optim_torch.py bench_data:peer_data_torch.py)
 pairs_share=$((3 * ${#pairs[@]}))
+
+# ---------------------------------------------------------------- the main job
+# tandem train on cuda:0 (one short epoch each of the MLP and the CNN, with
+# pinned memory and two loader workers), then tandem eval of the cuda
+# checkpoint on the cpu. Fashion-MNIST comes from shared/gpu-deps/ (staged
+# by scripts/stage-gpu-deps.sh; the GPU machine has no apt).
+main_job() {
+  local exe="$build/cli/tandem" run="$tmpbin/run" lim rc model
+  [ -d "$root/shared/gpu-deps/fashion-mnist" ] && export TANDEM_FASHION_MNIST="$root/shared/gpu-deps/fashion-mnist"
+  if [ ! -x "$exe" ]; then
+    row "tandem train" "FAILED: build/cli/tandem not built"
+    fail
+    return
+  fi
+  for model in mlp cnn; do
+    lim=$(step_limit 3 $((1 + pairs_share)))
+    [ "$lim" = 0 ] && { row "tandem train $model" "not run: no time left"; continue; }
+    say ""
+    say "== tandem train --model $model --device cuda:0 --epochs 1 (limit $lim s), log in $out/bench.log"
+    say "### tandem train --model $model --device cuda:0 --epochs 1" >>"$out/bench.log"
+    rm -rf "$run"
+    env -u TANDEM_EMULATE_CUDA timeout "$lim" "$exe" train --model "$model" --device cuda:0 --epochs 1 \
+      --out "$run" >"$out/run.tmp" 2>&1 &&
+      env -u TANDEM_EMULATE_CUDA timeout 60 "$exe" eval --checkpoint "$run/checkpoint.safetensors" \
+        --device cpu >>"$out/run.tmp" 2>&1
+    rc=$?
+    cat "$out/run.tmp" >>"$out/bench.log"
+    tail -4 "$out/run.tmp"
+    if [ $rc -ne 0 ]; then
+      row "tandem train $model" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out')): $(tail -1 "$out/run.tmp" | cut -c1-100)"
+      fail
+    else
+      row "tandem train $model" "$(grep -E '^epoch +1/1' "$out/run.tmp" | sed -E 's/ +/ /g' | cut -c1-150)"
+    fi
+    rm -f "$out/run.tmp"
+  done
+}
+[ $built != 0 ] && main_job
+
+# ---------------------------------------------------------------- benchmarks
+: >"$out/bench.log"
 if [ $built != 0 ]; then
   for f in "$build"/bench/bench_gpu_*; do
     [ -x "$f" ] && [ -f "$f" ] || continue

@@ -3,7 +3,8 @@
 # Works on a fresh Debian 12 or Ubuntu 22.04+ machine (as root or with sudo).
 set -euo pipefail
 
-packages=(g++ meson ninja-build pkg-config catch2 libopenblas-dev ccache zlib1g-dev python3 dataset-fashion-mnist)
+packages=(g++ meson ninja-build pkg-config catch2 libopenblas-dev ccache zlib1g-dev python3 dataset-fashion-mnist
+  libcli11-dev python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

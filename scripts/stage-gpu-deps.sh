@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages what the GPU test machine lacks into shared/gpu-deps/ (git-ignored;
 # the device tool sends a checkout's shared/ along with the tree): the
-# Catch2 v2 header and a pkg-config file that finds it there. Run it here,
+# Catch2 v2 header and a pkg-config file that finds it there, and CLI11's
+# headers (the tandem command's flags). Run it here,
 # where Debian's catch2 is installed, before sending the tree; then
 # scripts/gpu-check.sh on the GPU machine configures the tests against it.
 # Usage: scripts/stage-gpu-deps.sh   (CATCH2_HEADER=path to use another catch.hpp)
@@ -30,4 +31,21 @@ Description: Catch2 v2 header, staged for the GPU test machine by scripts/stage-
 Version: $version
 Cflags: -I\${includedir}
 PC
+cli11=${CLI11_INCLUDE:-/usr/include/CLI}
+if [ ! -f "$cli11/CLI.hpp" ]; then
+  echo "stage-gpu-deps: $cli11/CLI.hpp not found (install Debian's libcli11-dev, or set CLI11_INCLUDE)" >&2
+  exit 1
+fi
+rm -rf "$dest/include/CLI"
+cp -r "$cli11" "$dest/include/CLI"
+echo "staged CLI11 from $cli11"
+# Fashion-MNIST for tandem train (30 MB of gzip IDX files).
+fmnist=${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
+  mkdir -p "$dest/fashion-mnist"
+  cp "$fmnist"/*-ubyte.gz "$dest/fashion-mnist/"
+  echo "staged Fashion-MNIST from $fmnist"
+else
+  echo "stage-gpu-deps: no Fashion-MNIST in $fmnist (apt-get install dataset-fashion-mnist); the GPU check's main job will fail" >&2
+fi
 echo "staged Catch2 $version into ${dest#"$root"/}/ ($(du -sh "$dest" | cut -f1))"

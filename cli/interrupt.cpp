@@ -1,0 +1,69 @@
+// SIGINT for tandem train. A real handler, since the signal may reach any
+// thread (OpenBLAS starts its own before main); it only touches lock-free
+// atomics and calls write and _exit, which are async-signal-safe.
+#include "cli/interrupt.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+
+#include "cli/common.h"
+
+namespace tandem::cli {
+
+namespace {
+
+std::atomic<int> g_interrupts{0};
+std::atomic<int> g_critical{0};         // CriticalSections open
+std::atomic<bool> g_exit_after{false};  // a second Ctrl-C came during one
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
+
+void say(const char* text, size_t n) {
+  ssize_t ignored = write(STDERR_FILENO, text, n);
+  (void)ignored;
+}
+
+[[noreturn]] void exit_now() {
+  const char msg[] = "\nCtrl-C again: exiting now; the last checkpoint written stays as it was\n";
+  say(msg, sizeof msg - 1);
+  _exit(kExitInterrupted);
+}
+
+void on_sigint(int) {
+  if (g_interrupts.fetch_add(1) == 0) {
+    const char msg[] = "\nCtrl-C: stopping at the end of this step to write a checkpoint (Ctrl-C again to exit now)\n";
+    say(msg, sizeof msg - 1);
+    return;
+  }
+  if (g_critical.load() > 0) {
+    g_exit_after.store(true);
+    return;
+  }
+  exit_now();
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction old {};
+  sigaction(SIGINT, nullptr, &old);
+  // A program started with SIGINT ignored (in the background of a
+  // non-interactive shell, under nohup) keeps it so, as Python does.
+  if (old.sa_handler == SIG_IGN) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+bool interrupt_requested() { return g_interrupts.load() > 0; }
+
+CriticalSection::CriticalSection() { g_critical.fetch_add(1); }
+
+CriticalSection::~CriticalSection() {
+  if (g_critical.fetch_sub(1) == 1 && g_exit_after.load()) exit_now();
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,140 @@
+// The tandem command: `tandem info`, `tandem train`, `tandem eval`. Flags
+// are parsed with CLI11; every failure is one line on stderr and an exit
+// code (common.h): 2 for usage, 1 for errors at run time, 130 for Ctrl-C.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <typeinfo>
+
+#include "cli/common.h"
+#include "cli/eval.h"
+#include "cli/info.h"
+#include "cli/interrupt.h"
+#include "cli/train.h"
+#include "tandem/version.h"
+#include "tensor/core/errors.h"
+
+using namespace tandem;
+using namespace tandem::cli;
+
+namespace {
+
+// "tandem train: error: ..." on one line: a message's later lines (the
+// same-device error's origins, say) are joined with " | ".
+int fail(const std::string& command, const std::string& message, int code) {
+  std::string one_line;
+  for (char ch : message) {
+    if (ch == '\n') {
+      one_line += " | ";
+    } else {
+      one_line += ch;
+    }
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: error: %s\n", command.c_str(), one_line.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Tandem: train and evaluate models on the cpu or a CUDA device.\n"
+      "  tandem info                        the build, the CPU and the CUDA devices\n"
+      "  tandem train [options]             train on Fashion-MNIST (tandem train --help)\n"
+      "  tandem eval --checkpoint FILE      evaluate a checkpoint on any device",
+      "tandem"};
+  app.set_version_flag("--version", std::string("tandem ") + version());
+  app.require_subcommand(1, 1);
+
+  CLI::App* info = app.add_subcommand("info", "The build, the CPU and every CUDA device");
+
+  TrainOptions t;
+  RunConfig& c = t.config;
+  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST (or --data DIR)");
+  train->add_option("--model", c.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
+  train->add_option("--epochs", c.epochs, "Passes over the training set")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--batch-size", c.batch_size, "Examples per step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--lr", c.lr, "Learning rate (the peak, with onecycle)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--optimizer", c.optimizer, "adam, sgd (momentum 0.9) or adamw (weight decay 0.01)")
+      ->check(CLI::IsMember({"adam", "sgd", "adamw"}))
+      ->capture_default_str();
+  train->add_option("--schedule", c.schedule, "Learning-rate schedule over all steps: cosine, onecycle or none")
+      ->check(CLI::IsMember({"cosine", "onecycle", "none"}))
+      ->capture_default_str();
+  train->add_option("--device", t.device, "auto (cuda when there is one, else cpu), cpu, cuda or cuda:N")
+      ->capture_default_str();
+  train->add_option("--workers", t.workers, "Loader threads building batches ahead [default: 2 on cuda, 0 on cpu]")
+      ->check(CLI::NonNegativeNumber);
+  int pin = -1;
+  train->add_flag("--pin-memory,!--no-pin-memory", pin, "Build batches in pinned memory [default: on for cuda]");
+  train->add_option("--threads", t.threads, "CPU threads per op [default: 1 for mlp, every core for cnn]")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--seed", c.seed, "Seed of the initial weights and the shuffling")->capture_default_str();
+  train->add_option("--data", c.data,
+                    "A folder with the four IDX files of MNIST's layout [default: Debian's dataset-fashion-mnist]");
+  train->add_option("--train-examples", c.train_examples, "Use the first N training examples [default: all]")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--test-examples", c.test_examples, "Use the first N test examples [default: all]")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--out", t.out, "Write DIR/checkpoint.safetensors and DIR/metrics.jsonl after every epoch");
+  train->add_option("--resume", t.resume, "Continue the run in DIR (or from a checkpoint file) where it stopped");
+  train->add_flag("--plot", t.plot, "Draw DIR/metrics.png at the end (needs --out and matplotlib)");
+  train
+      ->add_option("--progress-interval", t.progress_interval,
+                   "Seconds between progress updates [default: 0.1 on a terminal, 5 otherwise]")
+      ->check(CLI::PositiveNumber);
+  train
+      ->add_option("--stop-after-steps", t.stop_after_steps,
+                   "Stop as Ctrl-C would (checkpoint, then exit 0) after N steps of this run")
+      ->check(CLI::PositiveNumber);
+
+  EvalOptions e;
+  CLI::App* eval = app.add_subcommand("eval", "Evaluate a checkpoint written by tandem train on any device");
+  eval->add_option("--checkpoint", e.checkpoint, "DIR/checkpoint.safetensors of a tandem train --out DIR")->required();
+  eval->add_option("--device", e.device, "auto, cpu, cuda or cuda:N (the checkpoint loads onto it)")
+      ->capture_default_str();
+  eval->add_option("--data", e.data, "Another folder of MNIST-layout data [default: the run's test set]");
+  eval->add_option("--batch-size", e.batch_size, "Examples per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  eval->add_option("--threads", e.threads, "CPU threads per op")->check(CLI::PositiveNumber);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.get_subcommands().empty() ? app.help().c_str() : app.get_subcommands()[0]->help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    std::printf("tandem %s (%s)\n", version(), *build_features() ? build_features() : "cpu only");
+    return 0;
+  } catch (const CLI::ParseError& err) {
+    std::string where = app.get_subcommands().empty() ? "tandem" : "tandem " + app.get_subcommands()[0]->get_name();
+    return fail(where, std::string(err.what()) + " (see " + where + " --help)", kExitUsage);
+  }
+
+  std::string command = "tandem " + app.get_subcommands()[0]->get_name();
+  try {
+    if (info->parsed()) return run_info();
+    if (eval->parsed()) return run_eval(e);
+    install_interrupt_handler();
+    if (pin >= 0) t.pin_memory = pin > 0;
+    for (const char* flag : {"model", "epochs", "batch-size", "lr", "optimizer", "schedule", "seed", "data",
+                             "train-examples", "test-examples"})
+      if (train->count(std::string("--") + flag) > 0) t.given.insert(flag);
+    return run_train(t);
+  } catch (const UsageError& err) {
+    return fail(command, err.what(), kExitUsage);
+  } catch (const Error& err) {
+    return fail(command, err.what(), kExitError);
+  } catch (const std::exception& err) {
+    return fail(command, std::string(err.what()) + " (" + detail::demangle(typeid(err)) + ")", kExitError);
+  }
+}

@@ -1,0 +1,140 @@
+// tandem train's checkpoints: settings and position as JSON metadata.
+#include "cli/run_state.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli/interrupt.h"
+#include "optim/checkpoint.h"
+#include "tensor/core/errors.h"
+
+namespace tandem::cli {
+
+namespace {
+
+constexpr std::string_view kConfigKey = "tandem.train.config";
+constexpr std::string_view kPositionKey = "tandem.train.position";
+
+// 64-bit seeds and offsets go as decimal strings (JSON integers here stop at INT64_MAX).
+json::Value u64(uint64_t v) { return json::Value(std::to_string(v)); }
+uint64_t get_u64(const json::Value& v, std::string_view key) {
+  const std::string& s = v.at(key).as_string();
+  size_t used = 0;
+  uint64_t x = std::stoull(s, &used);
+  TANDEM_CHECK(used == s.size(), ValueError, "'", key, "' is not an unsigned integer: ", s);
+  return x;
+}
+
+template <typename F>
+auto reading(const std::string& source, std::string_view key, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    throw SerializationError(detail::str_cat(source, ": its '", key, "' entry is not what tandem train writes (",
+                                             e.what(), "); the file is damaged or from another program"));
+  }
+}
+
+}  // namespace
+
+json::Value RunConfig::to_json() const {
+  return json::Object{{"model", model},
+                      {"epochs", epochs},
+                      {"batch_size", batch_size},
+                      {"lr", lr},
+                      {"optimizer", optimizer},
+                      {"schedule", schedule},
+                      {"seed", u64(seed)},
+                      {"data", data},
+                      {"train_examples", train_examples},
+                      {"test_examples", test_examples}};
+}
+
+RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) {
+  return reading(source, kConfigKey, [&] {
+    RunConfig c;
+    c.model = v.at("model").as_string();
+    c.epochs = v.at("epochs").as_int();
+    c.batch_size = v.at("batch_size").as_int();
+    c.lr = v.at("lr").as_double();
+    c.optimizer = v.at("optimizer").as_string();
+    c.schedule = v.at("schedule").as_string();
+    c.seed = get_u64(v, "seed");
+    c.data = v.at("data").as_string();
+    c.train_examples = v.at("train_examples").as_int();
+    c.test_examples = v.at("test_examples").as_int();
+    TANDEM_CHECK(c.model == "mlp" || c.model == "cnn", ValueError, "unknown model '", c.model, "'");
+    TANDEM_CHECK(c.epochs > 0 && c.batch_size > 0, ValueError, "epochs and batch_size must be positive");
+    return c;
+  });
+}
+
+json::Value Position::to_json() const {
+  json::Value v = json::Object{{"epochs_done", epochs_done},
+                               {"steps_in_epoch", steps_in_epoch},
+                               {"loss_sum", loss_sum},
+                               {"correct", correct},
+                               {"seen", seen},
+                               {"elapsed_s", elapsed_s},
+                               {"wait_s", wait_s},
+                               {"cpu_seed", u64(cpu_seed)},
+                               {"cpu_offset", u64(cpu_offset)}};
+  if (cuda_generator) {
+    v.set("cuda_seed", u64(cuda_generator->first));
+    v.set("cuda_offset", u64(cuda_generator->second));
+  }
+  return v;
+}
+
+Position Position::from_json(const json::Value& v, const std::string& source) {
+  return reading(source, kPositionKey, [&] {
+    Position p;
+    p.epochs_done = v.at("epochs_done").as_int();
+    p.steps_in_epoch = v.at("steps_in_epoch").as_int();
+    p.loss_sum = v.at("loss_sum").as_double();
+    p.correct = v.at("correct").as_int();
+    p.seen = v.at("seen").as_int();
+    p.elapsed_s = v.at("elapsed_s").as_double();
+    p.wait_s = v.at("wait_s").as_double();
+    p.cpu_seed = get_u64(v, "cpu_seed");
+    p.cpu_offset = get_u64(v, "cpu_offset");
+    if (v.contains("cuda_seed")) p.cuda_generator = {get_u64(v, "cuda_seed"), get_u64(v, "cuda_offset")};
+    TANDEM_CHECK(p.epochs_done >= 0 && p.steps_in_epoch >= 0, ValueError, "negative position");
+    return p;
+  });
+}
+
+std::string checkpoint_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "checkpoint.safetensors").string();
+}
+std::string metrics_path(const std::string& dir) { return (std::filesystem::path(dir) / "metrics.jsonl").string(); }
+
+void save_run(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
+              const optim::LRScheduler* scheduler, const RunConfig& config, const Position& position) {
+  nn::Checkpoint ckpt;
+  ckpt.add_module(model);
+  optim::add_to_checkpoint(ckpt, optimizer);
+  if (scheduler != nullptr) optim::add_to_checkpoint(ckpt, *scheduler);
+  ckpt.set_int(nn::Checkpoint::kEpoch, position.epochs_done);
+  ckpt.set_json(kConfigKey, config.to_json());
+  ckpt.set_json(kPositionKey, position.to_json());
+  CriticalSection hold_ctrl_c;
+  ckpt.save(path);
+}
+
+RunCheckpoint read_run(const std::string& path, Device map_location) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw SerializationError(std::filesystem::exists(path, ec)
+                                 ? path + ": not a file"
+                                 : path + ": no such file (tandem train --out DIR writes DIR/checkpoint.safetensors)");
+  RunCheckpoint r{nn::Checkpoint::load(path, map_location), {}, {}};
+  TANDEM_CHECK(r.checkpoint.contains(kConfigKey) && r.checkpoint.contains(kPositionKey), SerializationError, path,
+               ": a Tandem checkpoint, but not one tandem train wrote (it has no '", kConfigKey,
+               "' entry), so the model it holds is unknown");
+  r.config = RunConfig::from_json(r.checkpoint.get_json(kConfigKey), path);
+  r.position = Position::from_json(r.checkpoint.get_json(kPositionKey), path);
+  return r;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,446 @@
+// tandem train: the main job. One device holds the model, the optimizer's
+// state and every batch; the DataLoader delivers the batches there.
+#include "cli/train.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/common.h"
+#include "cli/eval.h"
+#include "cli/interrupt.h"
+#include "cli/models.h"
+#include "cli/progress.h"
+#include "nn/functional/loss.h"
+#include "optim/adam.h"
+#include "optim/adamw.h"
+#include "optim/checkpoint.h"
+#include "optim/sgd.h"
+#include "tandem/version.h"
+#include "tensor/core/grad_mode.h"
+#include "tensor/ops/cuda.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/parallel.h"
+#include "tensor/ops/random.h"
+#include "tensor/ops/reduce.h"
+
+#ifndef TANDEM_PLOT_SCRIPTS
+#define TANDEM_PLOT_SCRIPTS ""
+#endif
+
+namespace tandem::cli {
+
+namespace F = nn::functional;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// ---- settings
+
+// A resumed run keeps the checkpoint's settings: a flag given again must agree.
+void check_resume_flags(const TrainOptions& o, const RunConfig& saved, const std::string& path) {
+  const RunConfig& c = o.config;
+  auto differs = [&](const char* flag, bool same, const std::string& given, const std::string& kept) {
+    if (o.given.count(flag) > 0 && !same)
+      throw UsageError(detail::str_cat("--", flag, " ", given, " differs from the run being resumed (", path, ": ",
+                                       kept,
+                                       "); a resumed run keeps its settings: drop the flag, or start a new "
+                                       "run with another --out"));
+  };
+  auto str = [](auto v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  differs("model", c.model == saved.model, c.model, saved.model);
+  differs("epochs", c.epochs == saved.epochs, str(c.epochs), str(saved.epochs));
+  differs("batch-size", c.batch_size == saved.batch_size, str(c.batch_size), str(saved.batch_size));
+  differs("lr", c.lr == saved.lr, str(c.lr), str(saved.lr));
+  differs("optimizer", c.optimizer == saved.optimizer, c.optimizer, saved.optimizer);
+  differs("schedule", c.schedule == saved.schedule, c.schedule, saved.schedule);
+  differs("seed", c.seed == saved.seed, str(c.seed), str(saved.seed));
+  differs("data", c.data == saved.data, c.data, saved.data.empty() ? "the default" : saved.data);
+  differs("train-examples", c.train_examples == saved.train_examples, str(c.train_examples), str(saved.train_examples));
+  differs("test-examples", c.test_examples == saved.test_examples, str(c.test_examples), str(saved.test_examples));
+}
+
+// --out must be a folder we can write, checked before any work is done.
+void prepare_out_dir(const std::string& dir, bool resuming) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw Error("--out " + dir + ": cannot create the folder (" + ec.message() + ")");
+  std::string probe = (fs::path(dir) / ".tandem-write-test").string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error("--out " + dir + ": cannot write there (" + std::strerror(errno) + ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (!resuming && fs::exists(checkpoint_path(dir)))
+    throw UsageError("--out " + dir + " already holds a run (" + checkpoint_path(dir) + "): resume it with --resume " +
+                     dir + ", or choose another folder");
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& c, const std::vector<Tensor>& params) {
+  if (c.optimizer == "sgd") return std::make_unique<optim::SGD>(params, optim::SGDOptions(c.lr).momentum(0.9));
+  if (c.optimizer == "adamw")
+    return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(c.lr).weight_decay(0.01));
+  return std::make_unique<optim::Adam>(params, optim::AdamOptions(c.lr));
+}
+
+// Stepped after every optimizer step: the schedules run over all the run's steps.
+std::unique_ptr<optim::LRScheduler> make_scheduler(const RunConfig& c, optim::Optimizer& opt, int64_t total_steps) {
+  if (c.schedule == "cosine") return std::make_unique<optim::CosineAnnealingLR>(opt, total_steps);
+  if (c.schedule == "onecycle")
+    return std::make_unique<optim::OneCycleLR>(opt, optim::OneCycleLROptions(c.lr).total_steps(total_steps));
+  return nullptr;
+}
+
+std::string describe_optimizer(const RunConfig& c) {
+  std::ostringstream s;
+  s << c.optimizer << " lr " << c.lr;
+  if (c.optimizer == "sgd") s << " momentum 0.9";
+  if (c.optimizer == "adamw") s << " weight decay 0.01";
+  if (c.schedule == "cosine") s << ", cosine schedule over all steps";
+  if (c.schedule == "onecycle") s << ", one-cycle schedule (peak lr " << c.lr << ")";
+  return s.str();
+}
+
+// ---- files
+
+json::Value number(double x) { return std::isfinite(x) ? json::Value(x) : json::Value(); }
+
+// One line, one write(): a reader never sees half of it.
+void append_line(const std::string& path, const std::string& line) {
+  CriticalSection hold_ctrl_c;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw Error(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  std::string text = line + "\n";
+  ssize_t n = ::write(fd, text.data(), text.size());
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) throw Error(path + ": write failed");
+}
+
+// A resumed run drops the metrics of epochs its checkpoint does not hold
+// (a run stopped between writing the line and the checkpoint).
+void trim_metrics(const std::string& path, int64_t epochs_done) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      if (json::parse(line).at("epoch").as_int() > epochs_done) continue;
+    } catch (const Error&) {
+      continue;  // a damaged line is dropped, not copied on
+    }
+    kept += line + "\n";
+  }
+  CriticalSection hold_ctrl_c;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    if (!out) throw Error(tmp + ": write failed");
+  }
+  fs::rename(tmp, path);
+}
+
+size_t peak_memory(Device device) {
+  if (device.is_cuda()) return cuda::max_memory_allocated(device.index());
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<size_t>(ru.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+// --plot: scripts/plot_metrics.py with a Python that has matplotlib.
+void plot(const std::string& out_dir) {
+  std::string script;
+  for (const std::string& dir : {std::string(TANDEM_PLOT_SCRIPTS)}) {
+    std::stringstream paths(dir);
+    std::string p;
+    while (std::getline(paths, p, ':'))
+      if (!p.empty() && fs::exists(fs::path(p) / "plot_metrics.py")) {
+        script = (fs::path(p) / "plot_metrics.py").string();
+        break;
+      }
+  }
+  if (script.empty()) {
+    std::printf("--plot: plot_metrics.py is not installed; the metrics are in %s\n", metrics_path(out_dir).c_str());
+    return;
+  }
+  const char* env = std::getenv("TANDEM_PYTHON");
+  std::vector<std::string> pythons = {env != nullptr ? env : "", "python3", "/usr/bin/python3"};
+  for (const std::string& py : pythons) {
+    if (py.empty()) continue;
+    std::string probe = "'" + py + "' -c 'import matplotlib' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) != 0) continue;
+    std::string png = (fs::path(out_dir) / "metrics.png").string();
+    std::string cmd = "'" + py + "' '" + script + "' '" + metrics_path(out_dir) + "' -o '" + png + "'";
+    if (std::system(cmd.c_str()) == 0) std::printf("plot: %s\n", png.c_str());
+    return;
+  }
+  std::printf("--plot: matplotlib is not installed (sudo apt-get install python3-matplotlib); the metrics are in %s\n",
+              metrics_path(out_dir).c_str());
+}
+
+}  // namespace
+
+int run_train(TrainOptions o) {
+  // ---- settings, then everything that can fail before any work
+  if (o.plot && o.out.empty() && o.resume.empty())
+    throw UsageError("--plot needs --out DIR: it draws DIR/metrics.jsonl");
+  std::string device_why;
+  Device device = choose_device(o.device, &device_why);
+
+  std::optional<RunCheckpoint> resumed;
+  if (!o.resume.empty()) {
+    std::string path = fs::is_directory(o.resume) ? checkpoint_path(o.resume) : o.resume;
+    resumed = read_run(path, device);
+    check_resume_flags(o, resumed->config, path);
+    o.config = resumed->config;
+    if (o.out.empty()) o.out = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
+  }
+  const RunConfig& c = o.config;
+  if (resumed && resumed->position.epochs_done >= c.epochs) {
+    std::printf("The run in %s finished all %lld epochs; nothing to resume (tandem eval --checkpoint %s)\n",
+                o.out.c_str(), static_cast<long long>(c.epochs), checkpoint_path(o.out).c_str());
+    return 0;
+  }
+  if (!o.out.empty()) prepare_out_dir(o.out, resumed.has_value());
+
+  int threads = o.threads > 0 ? o.threads : default_threads(c.model);
+  set_num_threads(threads);
+  bool pin = o.pin_memory.value_or(device.is_cuda());
+  if (pin && !cuda::is_available())
+    throw UsageError("--pin-memory: pinned memory needs a CUDA device (real or emulated), and there is none here");
+  int64_t workers = o.workers >= 0 ? o.workers : (device.is_cuda() ? 2 : 0);
+
+  Data d = load_data(c.data, c.train_examples, c.test_examples);
+
+  // ---- the model, its optimizer and schedule, the loaders: all on `device`
+  manual_seed(c.seed);
+  nn::Sequential model = make_model(c.model);
+  model->to(device);
+  std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model->parameters());
+  data::DataLoaderOptions train_opts = data::DataLoaderOptions(c.batch_size)
+                                           .shuffle(true)
+                                           .num_workers(workers)
+                                           .persistent_workers(workers > 0)
+                                           .pin_memory(pin)
+                                           .device(device)
+                                           .seed(c.seed);
+  data::DataLoader train_loader(d.train, train_opts);
+  data::DataLoader test_loader(d.test, data::DataLoaderOptions(1000).pin_memory(pin).device(device));
+  auto steps_per_epoch = static_cast<int64_t>(train_loader.size());
+  std::unique_ptr<optim::LRScheduler> sched = make_scheduler(c, *opt, c.epochs * steps_per_epoch);
+
+  Position pos;
+  if (resumed) {
+    const nn::Checkpoint& ckpt = resumed->checkpoint;
+    ckpt.load_module(*model);
+    optim::load_from_checkpoint(ckpt, *opt);
+    if (sched) optim::load_from_checkpoint(ckpt, *sched);
+    pos = resumed->position;
+    default_generator().manual_seed(pos.cpu_seed);
+    default_generator().set_offset(pos.cpu_offset);
+    if (device.is_cuda() && pos.cuda_generator) {
+      default_generator(device).manual_seed(pos.cuda_generator->first);
+      default_generator(device).set_offset(pos.cuda_generator->second);
+    }
+    train_loader.set_epoch(static_cast<uint64_t>(pos.epochs_done));
+    if (!o.out.empty()) trim_metrics(metrics_path(o.out), pos.epochs_done);
+  }
+
+  // ---- what is about to run
+  std::printf("Tandem %s (%s)\n", version(), *build_features() ? build_features() : "cpu only");
+  std::printf("device       %s%s\n", describe_device(device).c_str(),
+              device_why.empty() ? "" : ("  [" + device_why + "]").c_str());
+  if (cuda::is_emulated() && device.is_cuda())
+    std::printf("             emulated: host memory and the CPU kernels under a cuda tag (TANDEM_EMULATE_CUDA)\n");
+  std::printf("model        %s, %s parameters\n", model_shape(c.model).c_str(),
+              thousands(parameter_count(*model)).c_str());
+  std::printf("data         %s (%s): %s train, %s test\n", d.name.c_str(), d.root.c_str(),
+              thousands(d.train_size).c_str(), thousands(d.test_size).c_str());
+  std::printf("batches      %lld a batch, %lld steps an epoch, %lld epochs\n", static_cast<long long>(c.batch_size),
+              static_cast<long long>(steps_per_epoch), static_cast<long long>(c.epochs));
+  std::printf("optimizer    %s\n", describe_optimizer(c).c_str());
+  std::printf("threads      %d%s\n", threads, o.threads > 0 ? "" : ("  [default for " + c.model + "]").c_str());
+  if (std::string advice = blas_advice(); !advice.empty() && device.is_cpu())
+    std::printf("             note: %s\n", advice.c_str());
+  std::printf("loader       %lld worker%s, pinned memory %s, batches delivered to %s\n",
+              static_cast<long long>(workers), workers == 1 ? "" : "s", pin ? "on" : "off", device.str().c_str());
+  std::printf("checkpoints  %s\n", o.out.empty() ? "none (--out DIR keeps a checkpoint and metrics after every epoch)"
+                                                 : (checkpoint_path(o.out) + ", " + metrics_path(o.out)).c_str());
+  if (resumed)
+    std::printf(
+        "resuming     after epoch %lld%s\n", static_cast<long long>(pos.epochs_done),
+        pos.steps_in_epoch > 0 ? (" and " + std::to_string(pos.steps_in_epoch) + " steps of the next").c_str() : "");
+  std::fflush(stdout);
+
+  Progress progress(stdout, o.progress_interval);
+  int64_t steps_this_run = 0;
+  TensorOptions acc_options = TensorOptions().dtype(kFloat64).device(device);
+  for (int64_t epoch = pos.epochs_done; epoch < c.epochs; ++epoch) {
+    model->train();
+    if (device.is_cuda()) cuda::reset_peak_memory_stats(device.index());
+    // Sums on the device, so no step waits for the loss to reach the host.
+    Tensor loss_sum = zeros({}, acc_options), correct = zeros({}, acc_options);
+    int64_t step = 0, seen = 0;
+    double wait = 0;
+    std::string label = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs);
+    progress.start(label, d.train_size, pos.seen);
+    Clock::time_point t0 = Clock::now();
+
+    auto stop_here = [&](bool interrupted) {
+      if (device.is_cuda()) cuda::synchronize(device.index());
+      progress.clear();
+      Position now = pos;
+      now.epochs_done = epoch;
+      now.steps_in_epoch += step;
+      now.loss_sum += loss_sum.item<double>();
+      now.correct += static_cast<int64_t>(correct.item<double>());
+      now.seen += seen;
+      now.elapsed_s += seconds_since(t0);
+      now.wait_s += wait;
+      now.cpu_seed = default_generator().initial_seed();
+      now.cpu_offset = default_generator().offset();
+      if (device.is_cuda())
+        now.cuda_generator = {default_generator(device).initial_seed(), default_generator(device).offset()};
+      std::printf("%s at step %lld of epoch %lld.\n",
+                  interrupted ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
+                  static_cast<long long>(now.steps_in_epoch), static_cast<long long>(epoch + 1));
+      if (o.out.empty()) {
+        std::printf("No checkpoint written: there is no --out folder.\n");
+      } else {
+        save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, now);
+        std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(o.out).c_str(),
+                    o.out.c_str());
+      }
+      std::fflush(stdout);
+      return interrupted ? kExitInterrupted : 0;
+    };
+
+    {
+      Clock::time_point tw = Clock::now();
+      data::DataLoader::Iterator it = train_loader.begin();
+      // A resumed epoch: the loader's order depends only on the seed and
+      // the epoch, so skipping the batches already taken lands on the next.
+      for (int64_t k = 0; k < pos.steps_in_epoch && it != train_loader.end(); ++k) ++it;
+      wait += seconds_since(tw);
+      int64_t done_before = pos.seen;
+      while (it != train_loader.end()) {
+        data::Example<>& batch = *it;
+        Tensor x = prepare_images(batch.data), y = batch.target;
+        opt->zero_grad();
+        Tensor logits = model->forward(x);
+        Tensor loss = F::cross_entropy(logits, y);
+        loss.backward();
+        opt->step();
+        if (sched) sched->step();
+        int64_t n = y.size(0);
+        {
+          NoGradGuard no_grad;
+          loss_sum.add_(loss.detach().to(kFloat64), static_cast<double>(n));
+          correct.add_(logits.argmax(1).eq(y).sum().to(kFloat64));
+        }
+        ++step;
+        ++steps_this_run;
+        seen += n;
+        bool last = pos.steps_in_epoch + step == steps_per_epoch;
+        bool stop_requested = interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+        if (stop_requested && !last) return stop_here(interrupt_requested());
+        progress.update(done_before + seen, [&] {
+          return (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(pos.seen + seen);
+        });
+        tw = Clock::now();
+        ++it;
+        wait += seconds_since(tw);
+      }
+    }
+    if (device.is_cuda()) cuda::synchronize(device.index());
+    double elapsed = pos.elapsed_s + seconds_since(t0);
+    wait += pos.wait_s;
+    int64_t total_seen = pos.seen + seen;
+    double train_loss = (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(total_seen);
+    double train_acc = (static_cast<double>(pos.correct) + correct.item<double>()) / static_cast<double>(total_seen);
+    progress.clear();
+
+    Clock::time_point te = Clock::now();
+    EvalResult test = evaluate(model, test_loader);
+    double eval_time = seconds_since(te);
+    size_t peak = peak_memory(device);
+    double rate = static_cast<double>(total_seen) / elapsed, share = wait / elapsed;
+    double lr = opt->param_groups()[0].options().get_lr();
+
+    std::printf(
+        "epoch %2lld/%lld  train loss %.4f acc %5.2f%%  test loss %.4f acc %5.2f%%  %.2f s  %s samples/s  "
+        "waiting for data %.1f%%  peak %s %s\n",
+        static_cast<long long>(epoch + 1), static_cast<long long>(c.epochs), train_loss, 100 * train_acc, test.loss,
+        100 * test.accuracy(), elapsed, compact(rate).c_str(), 100 * share, device.is_cuda() ? "memory" : "RSS",
+        bytes(static_cast<double>(peak)).c_str());
+    if (share > 0.10)
+      std::printf(
+          "             the step waited for data %.0f%% of the time: raise --workers (now %lld) so that "
+          "batches are built ahead\n",
+          100 * share, static_cast<long long>(workers));
+    std::fflush(stdout);
+
+    pos = Position{};
+    pos.epochs_done = epoch + 1;
+    pos.cpu_seed = default_generator().initial_seed();
+    pos.cpu_offset = default_generator().offset();
+    if (device.is_cuda())
+      pos.cuda_generator = {default_generator(device).initial_seed(), default_generator(device).offset()};
+    if (!o.out.empty()) {
+      json::Value m = json::Object{{"epoch", epoch + 1},
+                                   {"epochs", c.epochs},
+                                   {"model", c.model},
+                                   {"device", device.str()},
+                                   {"train_loss", number(train_loss)},
+                                   {"train_accuracy", number(train_acc)},
+                                   {"test_loss", number(test.loss)},
+                                   {"test_accuracy", number(test.accuracy())},
+                                   {"epoch_time_s", number(elapsed)},
+                                   {"eval_time_s", number(eval_time)},
+                                   {"samples_per_s", number(rate)},
+                                   {"loader_wait_share", number(share)},
+                                   {"peak_memory_bytes", static_cast<int64_t>(peak)},
+                                   {"lr", number(lr)},
+                                   {"batch_size", c.batch_size},
+                                   {"threads", threads},
+                                   {"workers", workers},
+                                   {"pin_memory", pin}};
+      append_line(metrics_path(o.out), json::dump(m));
+      save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, pos);
+    }
+    bool stop_requested = interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+    if (stop_requested && epoch + 1 < c.epochs) {
+      std::printf("%s after epoch %lld.\n",
+                  interrupt_requested() ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
+                  static_cast<long long>(epoch + 1));
+      if (!o.out.empty())
+        std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(o.out).c_str(),
+                    o.out.c_str());
+      std::fflush(stdout);
+      return interrupt_requested() ? kExitInterrupted : 0;
+    }
+  }
+  std::printf("done: %s on %s, %lld epochs\n", c.model.c_str(), device.str().c_str(), static_cast<long long>(c.epochs));
+  if (!o.out.empty())
+    std::printf("checkpoint: %s (tandem eval --checkpoint %s --device cpu)\n", checkpoint_path(o.out).c_str(),
+                checkpoint_path(o.out).c_str());
+  if (o.plot) plot(o.out);
+  return 0;
+}
+
+}  // namespace tandem::cli
