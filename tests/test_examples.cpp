@@ -95,14 +95,23 @@ void check_origin(const Output& out, const std::string& origin, const std::strin
 // Tandem's fix.
 void check_device_error(const Output& out, const std::string& first_line, const std::string& origin_a,
                         const std::string& origin_b, const std::string& file, const std::string& bad,
-                        const std::string& good) {
+                        const std::string& good, bool module_tensor = false) {
   CHECK(out.has("tandem::DeviceError:"));
   CHECK(out.has(first_line));
   check_origin(out, origin_a, file);
   check_origin(out, origin_b, file);
-  CHECK(out.has("Tandem never moves tensors between devices by itself. Move one of them first, e.g. " + bad + " = " +
-                bad + ".to(" + good + ".device()), or create both on the same device (for a model, call " +
-                "model->to(device) and move each batch with .to(device))."));
+  if (module_tensor) {
+    CHECK(out.has("Tandem never moves tensors between devices by itself. '" + bad +
+                  "' is a module's buffer: move "
+                  "the module that holds it, e.g. module->to(" +
+                  good +
+                  ".device()) (for a loss with class weights, "
+                  "the loss module too), and move each batch with .to(device)."));
+  } else {
+    CHECK(out.has("Tandem never moves tensors between devices by itself. Move one of them first, e.g. " + bad + " = " +
+                  bad + ".to(" + good + ".device()), or create both on the same device (for a model, call " +
+                  "model->to(device) and move each batch with .to(device))."));
+  }
 }
 
 const std::string kMismatch =
@@ -173,7 +182,7 @@ TEST_CASE("mistake_cpu_tensor: a factory without a device, class weights left on
   check_device_error(out, kMismatch + "(when checking argument 'weight' of cross_entropy)",
                      "  input is on cuda:0: computed by add from a tensor created by tandem::rand",
                      "  weight is on cpu: buffer 'weight', created by tandem::ones", "mistake_cpu_tensor.cpp", "weight",
-                     "input");
+                     "input", /*module_tensor=*/true);
   CHECK(!out.line_starting("ok: weighted loss ").empty());
   check_quoted_in_tutorials(out);
 }

@@ -196,6 +196,16 @@ DEVICE_TEST_CASE("a model on one device and data on another: the error names the
     CHECK_THAT(m, Contains("test_nn_module.cpp"));
     CHECK_THAT(m, Contains("input = input.to(weight.device())"));
   }
+  // A module's tensor on the wrong side: the fix is to move the module, not
+  // to reassign its tensor (which would leave the module's copy behind).
+  nn::CrossEntropyLoss criterion(nn::CrossEntropyLossOptions().weight(ones({3}, TensorOptions().device(*other))));
+  Tensor logits = ones({2, 3}, TensorOptions().device(device)),
+         labels = zeros({2}, TensorOptions().dtype(kInt64).device(device));
+  REQUIRE_THROWS_WITH(criterion(logits, labels),
+                      Contains("Tandem never moves tensors between devices by itself. 'weight' is a module's buffer: "
+                               "move the module that holds it, e.g. module->to(input.device()) (for a loss with "
+                               "class weights, the loss module too), and move each batch with .to(device).") &&
+                          !Contains("weight = weight.to("));
   // A model never moved: its parameters say where they were made.
   nn::Linear fc(3, 1);
   if (!device.is_cpu()) {

@@ -19,8 +19,17 @@ namespace {
       "Expected all tensors to be on the same device, but found at least two devices, ", d0, " and ", d1,
       "! (when checking argument '", bad_name, "' of ", op, ")\n", "  ", first_name, " is on ", d0, ": ",
       first.origin().describe(), "\n", "  ", bad_name, " is on ", d1, ": ", bad.origin().describe(), "\n");
+  const char* label = bad.origin().label;
+  std::string_view kind = label == nullptr ? "" : std::string_view(label);
+  kind = kind.starts_with("parameter '") ? "parameter" : kind.starts_with("buffer '") ? "buffer" : "";
   if (!fix.empty())
     message += fix;
+  else if (!kind.empty())
+    // Reassigning a module's tensor would leave the module's own copy behind.
+    message += detail::str_cat("Tandem never moves tensors between devices by itself. '", bad_name, "' is a module's ",
+                               kind, ": move the module that holds it, e.g. module->to(", first_name,
+                               ".device()) (for a loss with class weights, the loss module too), and move each "
+                               "batch with .to(device).");
   else
     message += detail::str_cat("Tandem never moves tensors between devices by itself. Move one of them first, e.g. ",
                                bad_name, " = ", bad_name, ".to(", first_name,
