@@ -1,6 +1,8 @@
 // The tandem command's shared pieces: the dataset, the device choice, formatting.
 #include "cli/common.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -105,24 +107,58 @@ std::string describe_device(Device device) {
   return device.str() + " (" + cuda::get_device_name(device.index()) + ")";
 }
 
-std::string blas_advice() {
+namespace {
+
+// OpenBLAS's kernels for this CPU when its own choice is older than the CPU:
+// "SkylakeX" on AVX-512 (F, BW, DQ, VL), "Haswell" on AVX2 with FMA; ""
+// when its choice stands. Its DYNAMIC_ARCH build falls back to Prescott
+// (SSE3) on a CPU model it does not know.
+std::string better_blas_core() {
 #if TANDEM_WITH_OPENBLAS
   std::string core = openblas_get_corename();
   if (core != "Prescott" && core != "Core2" && core != "Penryn" && core != "Nehalem" && core != "Dunnington") return "";
   std::ifstream in("/proc/cpuinfo");
   std::string line;
-  bool avx2 = false, avx512 = false;
   while (std::getline(in, line) && line.rfind("flags", 0) != 0) {
   }
-  avx2 = line.find(" avx2") != std::string::npos;
-  avx512 = line.find(" avx512f") != std::string::npos;
-  if (!avx2) return "";
-  return detail::str_cat("OpenBLAS runs its ", core, " kernels on a CPU with ", avx512 ? "AVX-512" : "AVX2",
-                         " (it does not know this CPU model): OPENBLAS_CORETYPE=", avx512 ? "SkylakeX" : "Haswell",
-                         " makes its GEMMs faster (the MLP epoch: 3x on our build machines)");
-#else
-  return "";
+  line += ' ';
+  auto has = [&](const char* flag) { return line.find(std::string(" ") + flag + " ") != std::string::npos; };
+  if (has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl")) return "SkylakeX";
+  if (has("avx2") && has("fma")) return "Haswell";
 #endif
+  return "";
+}
+
+constexpr const char* kChosenMarker = "TANDEM_CHOSE_OPENBLAS_CORETYPE";
+
+}  // namespace
+
+void choose_blas_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || std::getenv(kChosenMarker) != nullptr) return;
+  std::string core = better_blas_core();
+  if (core.empty()) return;
+#if TANDEM_WITH_OPENBLAS
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  setenv(kChosenMarker, openblas_get_corename(), 1);
+  execv("/proc/self/exe", argv);
+  // No re-exec (no /proc): run on with OpenBLAS's own choice.
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv(kChosenMarker);
+#endif
+}
+
+std::string blas_note() {
+#if TANDEM_WITH_OPENBLAS
+  if (const char* was = std::getenv(kChosenMarker); was != nullptr && std::getenv("OPENBLAS_CORETYPE") != nullptr)
+    return detail::str_cat("tandem chose OpenBLAS's ", std::getenv("OPENBLAS_CORETYPE"),
+                           " kernels: OpenBLAS does not know this CPU model and would run its ", was,
+                           " kernels, 3 to 5 times slower (set OPENBLAS_CORETYPE to choose yourself)");
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
+  if (std::string core = better_blas_core(); !core.empty())
+    return detail::str_cat("OpenBLAS runs its ", openblas_get_corename(), " kernels on a CPU that can run its faster ",
+                           core, " ones: set OPENBLAS_CORETYPE=", core);
+#endif
+  return "";
 }
 
 Tensor prepare_images(const Tensor& pixels) { return pixels.to(kFloat32).div(255).sub(kMean).div(kStd); }

@@ -48,10 +48,16 @@ Device choose_device(const std::string& flag, std::string* why);
 // "cpu", or "cuda:0 (NVIDIA H200)", "cuda:0 (Tandem emulated CUDA device 0)".
 std::string describe_device(Device device);
 
-// A line of advice when OpenBLAS runs kernels older than the CPU: its
-// DYNAMIC_ARCH build falls back to 'Prescott' (SSE3) on a CPU model it does
-// not know, even one with AVX-512. "" when there is nothing to say.
-std::string blas_advice();
+// OpenBLAS picks its kernels when it loads, before main, and its
+// DYNAMIC_ARCH build falls back to its oldest ones (Prescott, SSE3) on a CPU
+// model it does not know, even one with AVX-512: GEMMs 3 to 5 times slower.
+// Unless OPENBLAS_CORETYPE is set, choose_blas_kernels sets it to the
+// kernels the CPU can run (SkylakeX, Haswell) and runs the program again
+// (execv of /proc/self/exe, at the top of main); it returns when there is
+// nothing to change. blas_note says what was chosen, or what to set; "" when
+// there is nothing to say.
+void choose_blas_kernels(char** argv);
+std::string blas_note();
 
 // uint8 pixels (N, 1, 28, 28) to the float32 input the models take:
 // x / 255, then (x - mean) / std with Fashion-MNIST's training-set values.

@@ -56,7 +56,7 @@ int run_info() {
               get_num_threads() == 1 ? "" : "s");
 #if TANDEM_WITH_OPENBLAS
   std::printf("BLAS         %s\n", openblas_get_config());
-  if (std::string advice = blas_advice(); !advice.empty()) std::printf("             note: %s\n", advice.c_str());
+  if (std::string advice = blas_note(); !advice.empty()) std::printf("             note: %s\n", advice.c_str());
 #else
   std::printf("BLAS         none (Tandem's own GEMM)\n");
 #endif

@@ -39,6 +39,7 @@ int fail(const std::string& command, const std::string& message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  choose_blas_kernels(argv);
   CLI::App app{
       "Tandem: train and evaluate models on the cpu or a CUDA device.\n"
       "  tandem info                        the build, the CPU and the CUDA devices\n"

@@ -275,7 +275,7 @@ int run_train(TrainOptions o) {
               static_cast<long long>(steps_per_epoch), static_cast<long long>(c.epochs));
   std::printf("optimizer    %s\n", describe_optimizer(c).c_str());
   std::printf("threads      %d%s\n", threads, o.threads > 0 ? "" : ("  [default for " + c.model + "]").c_str());
-  if (std::string advice = blas_advice(); !advice.empty() && device.is_cpu())
+  if (std::string advice = blas_note(); !advice.empty() && device.is_cpu())
     std::printf("             note: %s\n", advice.c_str());
   std::printf("loader       %lld worker%s, pinned memory %s, batches delivered to %s\n",
               static_cast<long long>(workers), workers == 1 ? "" : "s", pin ? "on" : "off", device.str().c_str());
