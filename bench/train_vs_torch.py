@@ -215,6 +215,7 @@ def main():
         f"# commit:     {commit()}",
         f"# tandem:     {tandem_version(tandem)} ({tandem} train --device cpu)",
         f"# torch:      {torch_version} (bench/peer_train_torch.py, {args.python})",
+        f"# OpenBLAS:   OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: tandem may choose; torch runs OpenBLAS’s own choice)')}",
         f"# recipe:     {args.epochs} epoch(s), {examples}, batch {args.batch_size}, {args.optimizer} lr {args.lr:g}, "
         f"schedule {args.schedule}, seed {args.seed}",
         "# epoch time: the training loop of the epoch, data included, evaluation not; acc: test accuracy after it;",
