@@ -140,7 +140,13 @@ void choose_blas_kernels(char** argv) {
 #if TANDEM_WITH_OPENBLAS
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
   setenv(kChosenMarker, openblas_get_corename(), 1);
-  execv("/proc/self/exe", argv);
+  // The real path, not /proc/self/exe, so that ps and top show "tandem".
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    execv(self, argv);
+  }
   // No re-exec (no /proc): run on with OpenBLAS's own choice.
   unsetenv("OPENBLAS_CORETYPE");
   unsetenv(kChosenMarker);

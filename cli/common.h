@@ -53,7 +53,7 @@ std::string describe_device(Device device);
 // model it does not know, even one with AVX-512: GEMMs 3 to 5 times slower.
 // Unless OPENBLAS_CORETYPE is set, choose_blas_kernels sets it to the
 // kernels the CPU can run (SkylakeX, Haswell) and runs the program again
-// (execv of /proc/self/exe, at the top of main); it returns when there is
+// (execv of the executable, at the top of main); it returns when there is
 // nothing to change. blas_note says what was chosen, or what to set; "" when
 // there is nothing to say.
 void choose_blas_kernels(char** argv);
