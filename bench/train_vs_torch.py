@@ -15,6 +15,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,18 @@ def commit():
 def tandem_version(tandem):
     done = subprocess.run([tandem, "--version"], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "version unknown"
+
+
+def same_blas_kernels(tandem):
+    """Both programs on the same OpenBLAS kernels: torch's Linear layers use the
+    same OpenBLAS as Tandem. Where OPENBLAS_CORETYPE is unset and tandem picks
+    kernels itself (OpenBLAS does not know the CPU), the torch peer gets them too."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    info = subprocess.run([tandem, "info"], capture_output=True, text=True).stdout
+    chosen = re.search(r"tandem chose OpenBLAS's (\w+) kernels", info)
+    if chosen:
+        os.environ["OPENBLAS_CORETYPE"] = chosen.group(1)
 
 
 def threads(args, model):
@@ -191,6 +204,7 @@ def main():
             d = os.path.join(keep, f"{side}-{model}")
             if os.path.isdir(d) and os.listdir(d):
                 fail(f"--keep {args.keep}: {d} is not empty (tandem train would resume there): pick a new folder")
+    same_blas_kernels(tandem)
     load_before = loadavg()
     start = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(prefix="train_vs_torch-") as tmp:
@@ -215,7 +229,7 @@ def main():
         f"# commit:     {commit()}",
         f"# tandem:     {tandem_version(tandem)} ({tandem} train --device cpu)",
         f"# torch:      {torch_version} (bench/peer_train_torch.py, {args.python})",
-        f"# OpenBLAS:   OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: tandem may choose; torch runs OpenBLAS’s own choice)')}",
+        f"# OpenBLAS:   OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset: OpenBLAS chooses)')} for both",
         f"# recipe:     {args.epochs} epoch(s), {examples}, batch {args.batch_size}, {args.optimizer} lr {args.lr:g}, "
         f"schedule {args.schedule}, seed {args.seed}",
         "# epoch time: the training loop of the epoch, data included, evaluation not; acc: test accuracy after it;",

@@ -1,6 +1,8 @@
 // tandem eval, and the evaluation tandem train runs after each epoch.
 #include "cli/eval.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -24,6 +26,9 @@ int default_threads(const std::string& model) {
   // against 4.1-4.7 s with two). The CNN's convolutions are large enough
   // to use every core.
   if (model == "mlp") return 1;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));  // taskset, cgroups' cpusets
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 

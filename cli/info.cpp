@@ -23,6 +23,7 @@ namespace {
 
 // 13000 -> "13.0"; cuBLAS and cuDNN numbers -> "13.1.0", "9.19.0".
 std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+// cuDNN 8 counts major * 1000 (8907 = 8.9.7), cuDNN 9 and cuBLAS major * 10000.
 std::string library_version(int v, int major_unit) {
   return std::to_string(v / major_unit) + "." + std::to_string(v % major_unit / 100) + "." + std::to_string(v % 100);
 }
@@ -49,7 +50,8 @@ int run_info() {
   } else {
     std::printf("CUDA         runtime %s, driver %s, cuBLAS %s, cuDNN %s\n", cuda_version(v.runtime).c_str(),
                 v.driver > 0 ? cuda_version(v.driver).c_str() : "none", library_version(v.cublas, 10000).c_str(),
-                v.cudnn > 0 ? library_version(v.cudnn, 10000).c_str() : "not built in (convolution: im2col + cuBLAS)");
+                v.cudnn > 0 ? library_version(v.cudnn, v.cudnn >= 90000 ? 10000 : 1000).c_str()
+                            : "not built in (convolution: im2col + cuBLAS)");
   }
   std::printf("CPU          %s, %u hardware threads; Tandem's ops use %d thread%s (tandem train picks per model)\n",
               cpu_model().c_str(), std::thread::hardware_concurrency(), get_num_threads(),

@@ -24,9 +24,14 @@ void say(const char* text, size_t n) {
   (void)ignored;
 }
 
-[[noreturn]] void exit_now() {
-  const char msg[] = "\nCtrl-C again: exiting now; the last checkpoint written stays as it was\n";
-  say(msg, sizeof msg - 1);
+[[noreturn]] void exit_now(bool after_write) {
+  const char now[] = "\nCtrl-C again: exiting now; the last checkpoint written stays as it was\n";
+  const char after[] = "\nCtrl-C again: exiting now that the checkpoint being written is whole\n";
+  if (after_write) {
+    say(after, sizeof after - 1);
+  } else {
+    say(now, sizeof now - 1);
+  }
   _exit(kExitInterrupted);
 }
 
@@ -36,11 +41,11 @@ void on_sigint(int) {
     say(msg, sizeof msg - 1);
     return;
   }
-  if (g_critical.load() > 0) {
-    g_exit_after.store(true);
-    return;
-  }
-  exit_now();
+  // Flag first, then look: with the destructor's "count down, then look at
+  // the flag" (both sequentially consistent), one of the two sees the other
+  // and exits; never neither.
+  g_exit_after.store(true);
+  if (g_critical.load() == 0) exit_now(false);
 }
 
 }  // namespace
@@ -63,7 +68,7 @@ bool interrupt_requested() { return g_interrupts.load() > 0; }
 CriticalSection::CriticalSection() { g_critical.fetch_add(1); }
 
 CriticalSection::~CriticalSection() {
-  if (g_critical.fetch_sub(1) == 1 && g_exit_after.load()) exit_now();
+  if (g_critical.fetch_sub(1) == 1 && g_exit_after.load()) exit_now(true);
 }
 
 }  // namespace tandem::cli

@@ -1,6 +1,8 @@
 // The tandem command: `tandem info`, `tandem train`, `tandem eval`. Flags
 // are parsed with CLI11; every failure is one line on stderr and an exit
 // code (common.h): 2 for usage, 1 for errors at run time, 130 for Ctrl-C.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -31,6 +33,8 @@ int fail(const std::string& command, const std::string& message, int code) {
       one_line += ch;
     }
   }
+  // A progress line may be on the terminal: the error takes its place.
+  if (isatty(STDOUT_FILENO) == 1) std::fputs("\r\x1b[K", stdout);
   std::fflush(stdout);
   std::fprintf(stderr, "%s: error: %s\n", command.c_str(), one_line.c_str());
   return code;
@@ -74,8 +78,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--workers", t.workers, "Loader threads building batches ahead [default: 2 on cuda, 0 on cpu]")
       ->check(CLI::NonNegativeNumber);
-  int pin = -1;
-  train->add_flag("--pin-memory,!--no-pin-memory", pin, "Build batches in pinned memory [default: on for cuda]");
+  bool pin_on = false, pin_off = false;
+  CLI::Option* pin_flag =
+      train->add_flag("--pin-memory", pin_on, "Build batches in pinned memory [default: on for a cuda device]");
+  train->add_flag("--no-pin-memory", pin_off, "Build batches in pageable memory")->excludes(pin_flag);
   train->add_option("--threads", t.threads, "CPU threads per op [default: 1 for mlp, every core for cnn]")
       ->check(CLI::PositiveNumber);
   train->add_option("--seed", c.seed, "Seed of the initial weights and the shuffling")->capture_default_str();
@@ -126,7 +132,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info();
     if (eval->parsed()) return run_eval(e);
     install_interrupt_handler();
-    if (pin >= 0) t.pin_memory = pin > 0;
+    if (pin_on || pin_off) t.pin_memory = pin_on;
     for (const char* flag : {"model", "epochs", "batch-size", "lr", "optimizer", "schedule", "seed", "data",
                              "train-examples", "test-examples"})
       if (train->count(std::string("--") + flag) > 0) t.given.insert(flag);

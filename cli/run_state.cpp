@@ -47,7 +47,8 @@ json::Value RunConfig::to_json() const {
                       {"seed", u64(seed)},
                       {"data", data},
                       {"train_examples", train_examples},
-                      {"test_examples", test_examples}};
+                      {"test_examples", test_examples},
+                      {"threads", threads}};
 }
 
 RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) {
@@ -63,6 +64,7 @@ RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) 
     c.data = v.at("data").as_string();
     c.train_examples = v.at("train_examples").as_int();
     c.test_examples = v.at("test_examples").as_int();
+    c.threads = v.contains("threads") ? v.at("threads").as_int() : 0;
     TANDEM_CHECK(c.model == "mlp" || c.model == "cnn", ValueError, "unknown model '", c.model, "'");
     TANDEM_CHECK(c.epochs > 0 && c.batch_size > 0, ValueError, "epochs and batch_size must be positive");
     return c;

@@ -30,6 +30,9 @@ struct RunConfig {
   uint64_t seed = 0;
   std::string data;                               // "" = Debian's Fashion-MNIST
   int64_t train_examples = 0, test_examples = 0;  // 0 = all
+  // The CPU threads the run used: the CPU kernels' sums depend on it, so a
+  // resume is bit for bit only with the same count (0: not recorded).
+  int64_t threads = 0;
 
   json::Value to_json() const;
   static RunConfig from_json(const json::Value& v, const std::string& source);

@@ -3,7 +3,9 @@
 #include "cli/train.h"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -88,6 +90,9 @@ void prepare_out_dir(const std::string& dir, bool resuming) {
   if (!resuming && fs::exists(checkpoint_path(dir)))
     throw UsageError("--out " + dir + " already holds a run (" + checkpoint_path(dir) + "): resume it with --resume " +
                      dir + ", or choose another folder");
+  if (!resuming && fs::exists(metrics_path(dir)))
+    throw UsageError("--out " + dir + " already holds " + metrics_path(dir) +
+                     " but no checkpoint to resume: remove it, or choose another folder");
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const RunConfig& c, const std::vector<Tensor>& params) {
@@ -162,6 +167,29 @@ size_t peak_memory(Device device) {
   return static_cast<size_t>(ru.ru_maxrss) * 1024;  // kilobytes on Linux
 }
 
+// Runs a program (no shell: paths stay as they are) and returns its exit
+// status; quiet: its output goes nowhere.
+int run_quietly(const std::vector<std::string>& args, bool quiet = true) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  std::fflush(stdout);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // --plot: scripts/plot_metrics.py with a Python that has matplotlib.
 void plot(const std::string& out_dir) {
   std::string script;
@@ -181,12 +209,9 @@ void plot(const std::string& out_dir) {
   const char* env = std::getenv("TANDEM_PYTHON");
   std::vector<std::string> pythons = {env != nullptr ? env : "", "python3", "/usr/bin/python3"};
   for (const std::string& py : pythons) {
-    if (py.empty()) continue;
-    std::string probe = "'" + py + "' -c 'import matplotlib' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) != 0) continue;
+    if (py.empty() || run_quietly({py, "-c", "import matplotlib"}) != 0) continue;
     std::string png = (fs::path(out_dir) / "metrics.png").string();
-    std::string cmd = "'" + py + "' '" + script + "' '" + metrics_path(out_dir) + "' -o '" + png + "'";
-    if (std::system(cmd.c_str()) == 0) std::printf("plot: %s\n", png.c_str());
+    run_quietly({py, script, metrics_path(out_dir), "-o", png}, /*quiet=*/false);  // it says what it wrote
     return;
   }
   std::printf("--plot: matplotlib is not installed (sudo apt-get install python3-matplotlib); the metrics are in %s\n",
@@ -208,7 +233,10 @@ int run_train(TrainOptions o) {
     resumed = read_run(path, device);
     check_resume_flags(o, resumed->config, path);
     o.config = resumed->config;
-    if (o.out.empty()) o.out = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
+    if (o.out.empty()) {
+      o.out = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
+      if (o.out.empty()) o.out = ".";  // --resume checkpoint.safetensors, in its folder
+    }
   }
   const RunConfig& c = o.config;
   if (resumed && resumed->position.epochs_done >= c.epochs) {
@@ -216,9 +244,19 @@ int run_train(TrainOptions o) {
                 o.out.c_str(), static_cast<long long>(c.epochs), checkpoint_path(o.out).c_str());
     return 0;
   }
-  if (!o.out.empty()) prepare_out_dir(o.out, resumed.has_value());
+  // Resuming into the run's own folder continues its files; any other --out
+  // must not hold a run of its own.
+  std::string resumed_dir;
+  if (resumed) resumed_dir = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
+  if (resumed_dir.empty() && resumed) resumed_dir = ".";
+  std::error_code same_ec;
+  bool into_resumed = resumed && fs::exists(o.out) && fs::equivalent(o.out, resumed_dir, same_ec);
+  if (!o.out.empty()) prepare_out_dir(o.out, into_resumed);
 
   int threads = o.threads > 0 ? o.threads : default_threads(c.model);
+  if (resumed && c.threads > 0 && o.threads == 0) threads = static_cast<int>(c.threads);
+  const bool threads_differ = resumed && c.threads > 0 && threads != c.threads;
+  o.config.threads = threads;
   set_num_threads(threads);
   bool pin = o.pin_memory.value_or(device.is_cuda());
   if (pin && !cuda::is_available())
@@ -274,7 +312,15 @@ int run_train(TrainOptions o) {
   std::printf("batches      %lld a batch, %lld steps an epoch, %lld epochs\n", static_cast<long long>(c.batch_size),
               static_cast<long long>(steps_per_epoch), static_cast<long long>(c.epochs));
   std::printf("optimizer    %s\n", describe_optimizer(c).c_str());
-  std::printf("threads      %d%s\n", threads, o.threads > 0 ? "" : ("  [default for " + c.model + "]").c_str());
+  std::printf("threads      %d%s\n", threads,
+              resumed && o.threads == 0 && resumed->config.threads > 0 ? "  [the run's]"
+              : o.threads > 0                                          ? ""
+                                                                       : ("  [default for " + c.model + "]").c_str());
+  if (threads_differ)
+    std::printf(
+        "             note: the run used %lld threads; with %d the CPU kernels add up in another order, so "
+        "the result will not be bit for bit that of the run left alone\n",
+        static_cast<long long>(resumed->config.threads), threads);
   if (std::string advice = blas_note(); !advice.empty() && device.is_cpu())
     std::printf("             note: %s\n", advice.c_str());
   std::printf("loader       %lld worker%s, pinned memory %s, batches delivered to %s\n",
@@ -332,10 +378,9 @@ int run_train(TrainOptions o) {
 
     {
       Clock::time_point tw = Clock::now();
-      data::DataLoader::Iterator it = train_loader.begin();
-      // A resumed epoch: the loader's order depends only on the seed and
-      // the epoch, so skipping the batches already taken lands on the next.
-      for (int64_t k = 0; k < pos.steps_in_epoch && it != train_loader.end(); ++k) ++it;
+      // A resumed epoch starts at its next batch: the loader's order depends
+      // only on the seed and the epoch, and set_epoch chose the epoch.
+      data::DataLoader::Iterator it = train_loader.begin(static_cast<size_t>(pos.steps_in_epoch));
       wait += seconds_since(tw);
       int64_t done_before = pos.seen;
       while (it != train_loader.end()) {
@@ -428,9 +473,12 @@ int run_train(TrainOptions o) {
       std::printf("%s after epoch %lld.\n",
                   interrupt_requested() ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(epoch + 1));
-      if (!o.out.empty())
+      if (o.out.empty()) {
+        std::printf("No checkpoint written: there is no --out folder.\n");
+      } else {
         std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(o.out).c_str(),
                     o.out.c_str());
+      }
       std::fflush(stdout);
       return interrupt_requested() ? kExitInterrupted : 0;
     }
@@ -440,6 +488,11 @@ int run_train(TrainOptions o) {
     std::printf("checkpoint: %s (tandem eval --checkpoint %s --device cpu)\n", checkpoint_path(o.out).c_str(),
                 checkpoint_path(o.out).c_str());
   if (o.plot) plot(o.out);
+  if (interrupt_requested()) {
+    // Ctrl-C during the last step or the last evaluation: the run is whole.
+    std::printf("Ctrl-C came at the end of the run: it finished all the same\n");
+    return kExitInterrupted;
+  }
   return 0;
 }
 

@@ -488,9 +488,11 @@ DataLoader::Impl& DataLoader::impl() const {
   return *impl_;
 }
 
-DataLoader::Iterator DataLoader::begin() {
+DataLoader::Iterator DataLoader::begin(size_t first_batch) {
   Impl& impl = this->impl();
   const LoaderConfig& cfg = *impl.cfg;
+  TANDEM_CHECK(first_batch <= cfg.num_batches, IndexError, "DataLoader.begin: batch ", first_batch,
+               " is past the epoch's end (", cfg.num_batches, " batches)");
   TANDEM_CHECK(!impl.epoch_active, Error,
                "DataLoader: attempted to start an epoch (begin()) while another iterator over this loader is not yet "
                "exhausted. Finish or destroy the first iteration before starting the next");
@@ -499,6 +501,7 @@ DataLoader::Iterator DataLoader::begin() {
   run->ep = std::make_shared<Epoch>();
   run->ep->number = impl.epochs++;
   run->ep->order = epoch_order(cfg.num_examples, cfg.options.shuffle(), cfg.seed, run->ep->number);
+  run->ep->next_fetch = run->ep->next_deliver = first_batch;
   impl.epoch_active = true;
   int64_t workers = cfg.options.num_workers();
   if (workers > 0 && cfg.num_batches > 0) {

@@ -100,7 +100,11 @@ class DataLoader {
 
   // Starts an epoch: the first batch is ready when this returns. One epoch at
   // a time: a second begin() while an iterator is mid-epoch is an error.
-  Iterator begin();
+  Iterator begin() { return begin(0); }
+  // The same, from batch first_batch on: the batches before it are neither
+  // built nor delivered (a run stopped mid-epoch resumes with set_epoch and
+  // this). first_batch == size() gives an empty epoch; past it is an error.
+  Iterator begin(size_t first_batch);
   std::default_sentinel_t end() const { return std::default_sentinel; }
 
   // Batches per epoch: ceil(N / batch_size), or floor with drop_last.

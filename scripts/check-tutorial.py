@@ -37,6 +37,8 @@ class Problem(Exception):
     pass
 
 
+CPP_FENCE = re.compile(r"^\s*```\s*(cpp|c\+\+|cxx|cc)\s*$", re.IGNORECASE)
+
 def regions(source):
     """{name: text} of the marked regions of a source file."""
     path = ROOT / source
@@ -71,11 +73,12 @@ def check(doc, write, cache):
         line = lines[i]
         out.append(line)
         i += 1
-        if not line.startswith("```cpp"):
+        # Every C++ fence counts (```cpp, ```c++, ```C++, indented or not).
+        if not CPP_FENCE.match(line):
             continue
         where = f"{doc.relative_to(ROOT)}:{i}"
         body_start = i
-        while i < len(lines) and lines[i] != "```":
+        while i < len(lines) and lines[i].strip() != "```":
             i += 1
         if i == len(lines):
             problems.append(f"{where}: the cpp block is not closed")
@@ -122,7 +125,7 @@ def main():
         return 1
     cache, problems, blocks = {}, [], 0
     for doc in docs:
-        blocks += sum(1 for l in doc.read_text().splitlines() if l.startswith("```cpp"))
+        blocks += sum(1 for l in doc.read_text().splitlines() if CPP_FENCE.match(l))
         problems += check(doc, args.write, cache)
     for p in problems:
         print(p, file=sys.stderr)

@@ -332,7 +332,7 @@ main_job() {
     rm -rf "$run"
     env -u TANDEM_EMULATE_CUDA timeout "$lim" "$exe" train --model "$model" --device cuda:0 --epochs 1 \
       --out "$run" >"$out/run.tmp" 2>&1 &&
-      env -u TANDEM_EMULATE_CUDA timeout 60 "$exe" eval --checkpoint "$run/checkpoint.safetensors" \
+      env -u TANDEM_EMULATE_CUDA timeout "$(step_limit 1 $((pairs_share)))" "$exe" eval --checkpoint "$run/checkpoint.safetensors" \
         --device cpu >>"$out/run.tmp" 2>&1
     rc=$?
     cat "$out/run.tmp" >>"$out/bench.log"
@@ -341,15 +341,15 @@ main_job() {
       row "tandem train $model" "FAILED (exit $rc$([ $rc = 124 ] && echo ', timed out')): $(tail -1 "$out/run.tmp" | cut -c1-100)"
       fail
     else
-      row "tandem train $model" "$(grep -E '^epoch +1/1' "$out/run.tmp" | sed -E 's/ +/ /g' | cut -c1-150)"
+      row "tandem train $model" "$(grep -E '^epoch +1/1 +train' "$out/run.tmp" | sed -E 's/ +/ /g' | cut -c1-150)"
     fi
     rm -f "$out/run.tmp"
   done
 }
+: >"$out/bench.log"
 [ $built != 0 ] && main_job
 
 # ---------------------------------------------------------------- benchmarks
-: >"$out/bench.log"
 if [ $built != 0 ]; then
   for f in "$build"/bench/bench_gpu_*; do
     [ -x "$f" ] && [ -f "$f" ] || continue

@@ -41,6 +41,10 @@ def read_metrics(path):
         missing = [k for k in PLOTTED if k not in row]
         if missing:
             fail(f"{path}:{number}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        # null: a value with no JSON form (tandem train writes NaN and inf as null); drawn as a gap.
+        for k in PLOTTED[1:]:
+            if row[k] is None:
+                row[k] = float("nan")
         wrong = [k for k in PLOTTED if not isinstance(row[k], (int, float)) or isinstance(row[k], bool)]
         if wrong:
             got = ", ".join(f"{k} (got {json.dumps(row[k])})" for k in wrong)

@@ -254,6 +254,45 @@ TEST_CASE("set_epoch: the next epoch is the one chosen, with that epoch's order"
                       "finish the loop) before choosing the next epoch");
 }
 
+TEST_CASE("begin(k) starts the epoch at batch k without building the batches before it", "[data][loader]") {
+  auto ds = numbered(50);
+  std::vector<std::vector<int64_t>> whole;
+  {
+    DataLoader a(ds, DataLoaderOptions(8).shuffle(true).seed(5));
+    a.set_epoch(1);
+    for (auto& b : a) whole.push_back(ints(b.target));
+  }
+  REQUIRE(whole.size() == 7);
+  for (int64_t workers : {0, 3}) {
+    INFO("workers " << workers);
+    DataLoader b(ds, DataLoaderOptions(8).shuffle(true).seed(5).num_workers(workers));
+    b.set_epoch(1);
+    std::vector<std::vector<int64_t>> rest;
+    for (auto it = b.begin(4); it != b.end(); ++it) rest.push_back(ints(it->target));
+    CHECK(rest == std::vector<std::vector<int64_t>>(whole.begin() + 4, whole.end()));
+    CHECK(b.epochs() == 2);
+    auto empty = b.begin(7);
+    CHECK(empty == b.end());
+  }
+  // Batches before k are never asked for.
+  struct Counting : data::TensorDataset {
+    using data::TensorDataset::TensorDataset;
+    std::atomic<int> gets{0};
+    Example<> get(size_t i) override {
+      ++gets;
+      return data::TensorDataset::get(i);
+    }
+  };
+  auto counting = std::make_shared<Counting>(arange(20).to(kFloat32), arange(20));
+  DataLoader c(counting, DataLoaderOptions(4));
+  std::vector<int64_t> seen;
+  for (auto it = c.begin(3); it != c.end(); ++it)
+    for (int64_t v : ints(it->target)) seen.push_back(v);
+  CHECK(seen == std::vector<int64_t>{12, 13, 14, 15, 16, 17, 18, 19});
+  CHECK(counting->gets == 8);
+  REQUIRE_THROWS_WITH(c.begin(6), "DataLoader.begin: batch 6 is past the epoch's end (5 batches)");
+}
+
 TEST_CASE("shuffled orders are uniform: every example is first about equally often", "[data][loader]") {
   auto ds = numbered(5);
   std::vector<int> first(5, 0);
@@ -557,7 +596,7 @@ TEST_CASE("stacked datasets are gathered row by row; a subclass that overrides g
   CHECK(ds->stacked()->data.is_same(ds->data()));
   class Doubled : public data::TensorDataset {
    public:
-    using TensorDataset::TensorDataset;
+    using data::TensorDataset::TensorDataset;
     Example<> get(size_t i) override {
       Example<> e = TensorDataset::get(i);
       return {e.data * 2, e.target};
@@ -571,7 +610,7 @@ TEST_CASE("stacked datasets are gathered row by row; a subclass that overrides g
   // A stacked() that breaks its contract is refused when the loader is made.
   class Broken : public data::TensorDataset {
    public:
-    using TensorDataset::TensorDataset;
+    using data::TensorDataset::TensorDataset;
     std::optional<Example<>> stacked() const override { return Example<>{data().narrow(0, 0, 2), target()}; }
   };
   REQUIRE_THROWS_WITH(DataLoader(std::make_shared<Broken>(ds->data(), ds->target())),

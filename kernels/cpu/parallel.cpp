@@ -18,7 +18,7 @@ std::atomic<int> g_threads{0};  // 0: OpenMP's default
 
 #if TANDEM_WITH_OPENBLAS
 // OpenBLAS's own count as the program found it (OPENBLAS_NUM_THREADS or the
-// cores), restored by set_num_threads(0).
+// cores), restored by set_num_threads(0); first read before any change.
 int openblas_default_threads() {
   static const int n = openblas_get_num_threads();
   return n;
@@ -37,9 +37,10 @@ int num_threads() {
 
 void set_num_threads(int n) {
 #if TANDEM_WITH_OPENBLAS
+  const int blas_default = openblas_default_threads();  // read before the first change
   // Without this, a GEMM on a 2-core machine beside a busy loader thread
   // spawns OpenBLAS's threads anyway: the MLP step went from 1.5 ms to 7.7 ms.
-  openblas_set_num_threads(n > 0 ? n : openblas_default_threads());
+  openblas_set_num_threads(n > 0 ? n : blas_default);
 #endif
   g_threads.store(n, std::memory_order_relaxed);
 }
