@@ -19,7 +19,12 @@ std::atomic<int> g_critical{0};         // CriticalSections open
 std::atomic<bool> g_exit_after{false};  // a second Ctrl-C came during one
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
 
+std::atomic<bool> g_stderr_terminal{false};  // read by the handler; set at install
+
+// text starts with '\n', which ends a progress line on a terminal and would
+// be a blank line in a log.
 void say(const char* text, size_t n) {
+  if (!g_stderr_terminal.load()) ++text, --n;
   ssize_t ignored = write(STDERR_FILENO, text, n);
   (void)ignored;
 }
@@ -56,6 +61,7 @@ void install_interrupt_handler() {
   // A program started with SIGINT ignored (in the background of a
   // non-interactive shell, under nohup) keeps it so, as Python does.
   if (old.sa_handler == SIG_IGN) return;
+  g_stderr_terminal.store(isatty(STDERR_FILENO) == 1);
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 
 #include "cli/common.h"
@@ -40,6 +42,44 @@ int fail(const std::string& command, const std::string& message, int code) {
   return code;
 }
 
+// Number checks with plain messages ("--epochs: expected a whole number
+// >= 1, got 0"); CLI11 2.1's PositiveNumber prints its range as a
+// 300-digit double and calls a word out of range.
+CLI::Validator whole_number(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        size_t used = 0;
+        long long v = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size())
+          return "expected a whole number >= " + std::to_string(min) + ", got '" + text + "'";
+        if (v < min) return "expected a whole number >= " + std::to_string(min) + ", got " + text;
+        return "";
+      },
+      "INT>=" + std::to_string(min));
+}
+
+CLI::Validator positive_real() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "expected a positive number, got '" + text + "'";
+        if (!(v > 0) || !std::isfinite(v)) return "expected a positive number, got " + text;
+        return "";
+      },
+      "NUMBER>0");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,13 +100,11 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST (or --data DIR)");
   train->add_option("--model", c.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->capture_default_str();
   train->add_option("--epochs", c.epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)
+      ->check(whole_number(1))
       ->capture_default_str();
-  train->add_option("--batch-size", c.batch_size, "Examples per step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  train->add_option("--batch-size", c.batch_size, "Examples per step")->check(whole_number(1))->capture_default_str();
   train->add_option("--lr", c.lr, "Learning rate (the peak, with onecycle)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_real())
       ->capture_default_str();
   train->add_option("--optimizer", c.optimizer, "adam, sgd (momentum 0.9) or adamw (weight decay 0.01)")
       ->check(CLI::IsMember({"adam", "sgd", "adamw"}))
@@ -77,31 +115,33 @@ int main(int argc, char** argv) {
   train->add_option("--device", t.device, "auto (cuda when there is one, else cpu), cpu, cuda or cuda:N")
       ->capture_default_str();
   train->add_option("--workers", t.workers, "Loader threads building batches ahead [default: 2 on cuda, 0 on cpu]")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   bool pin_on = false, pin_off = false;
   CLI::Option* pin_flag =
       train->add_flag("--pin-memory", pin_on, "Build batches in pinned memory [default: on for a cuda device]");
   train->add_flag("--no-pin-memory", pin_off, "Build batches in pageable memory")->excludes(pin_flag);
   train->add_option("--threads", t.threads, "CPU threads per op [default: 1 for mlp, every core for cnn]")
-      ->check(CLI::PositiveNumber);
-  train->add_option("--seed", c.seed, "Seed of the initial weights and the shuffling")->capture_default_str();
+      ->check(whole_number(1));
+  train->add_option("--seed", c.seed, "Seed of the initial weights and the shuffling")
+      ->check(whole_number(0))
+      ->capture_default_str();
   train->add_option("--data", c.data,
                     "A folder with the four IDX files of MNIST's layout [default: Debian's dataset-fashion-mnist]");
   train->add_option("--train-examples", c.train_examples, "Use the first N training examples [default: all]")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   train->add_option("--test-examples", c.test_examples, "Use the first N test examples [default: all]")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   train->add_option("--out", t.out, "Write DIR/checkpoint.safetensors and DIR/metrics.jsonl after every epoch");
   train->add_option("--resume", t.resume, "Continue the run in DIR (or from a checkpoint file) where it stopped");
   train->add_flag("--plot", t.plot, "Draw DIR/metrics.png at the end (needs --out and matplotlib)");
   train
       ->add_option("--progress-interval", t.progress_interval,
                    "Seconds between progress updates [default: 0.1 on a terminal, 5 otherwise]")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_real());
   train
       ->add_option("--stop-after-steps", t.stop_after_steps,
                    "Stop as Ctrl-C would (checkpoint, then exit 0) after N steps of this run")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
 
   EvalOptions e;
   CLI::App* eval = app.add_subcommand("eval", "Evaluate a checkpoint written by tandem train on any device");
@@ -109,11 +149,15 @@ int main(int argc, char** argv) {
   eval->add_option("--device", e.device, "auto, cpu, cuda or cuda:N (the checkpoint loads onto it)")
       ->capture_default_str();
   eval->add_option("--data", e.data, "Another folder of MNIST-layout data [default: the run's test set]");
-  eval->add_option("--batch-size", e.batch_size, "Examples per batch")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  eval->add_option("--threads", e.threads, "CPU threads per op")->check(CLI::PositiveNumber);
+  eval->add_option("--batch-size", e.batch_size, "Examples per batch")->check(whole_number(1))->capture_default_str();
+  eval->add_option("--threads", e.threads, "CPU threads per op")->check(whole_number(1));
 
+  // CLI11 takes an unknown word for a missing subcommand: name it.
+  if (argc > 1 && argv[1][0] != '-' && std::string_view(argv[1]) != "info" && std::string_view(argv[1]) != "train" &&
+      std::string_view(argv[1]) != "eval")
+    return fail("tandem",
+                std::string("unknown command '") + argv[1] + "': expected info, train or eval (see tandem --help)",
+                kExitUsage);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -130,7 +130,19 @@ RunCheckpoint read_run(const std::string& path, Device map_location) {
     throw SerializationError(std::filesystem::exists(path, ec)
                                  ? path + ": not a file"
                                  : path + ": no such file (tandem train --out DIR writes DIR/checkpoint.safetensors)");
-  RunCheckpoint r{nn::Checkpoint::load(path, map_location), {}, {}};
+  nn::Checkpoint loaded;
+  try {
+    loaded = nn::Checkpoint::load(path, map_location);
+  } catch (const SerializationError& e) {
+    // A safetensors file of another kind (a plain state dict, say): say it
+    // in the command's terms, not the C++ API's.
+    if (std::string_view(e.what()).find("is not a training checkpoint") == std::string_view::npos) throw;
+    throw SerializationError(path + ": a safetensors file, but not a checkpoint of tandem train (no '" +
+                             std::string(nn::Checkpoint::kVersionKey) +
+                             "' entry); give DIR/checkpoint.safetensors of "
+                             "a tandem train --out DIR");
+  }
+  RunCheckpoint r{std::move(loaded), {}, {}};
   TANDEM_CHECK(r.checkpoint.contains(kConfigKey) && r.checkpoint.contains(kPositionKey), SerializationError, path,
                ": a Tandem checkpoint, but not one tandem train wrote (it has no '", kConfigKey,
                "' entry), so the model it holds is unknown");

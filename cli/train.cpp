@@ -318,7 +318,7 @@ int run_train(TrainOptions o) {
                                                                        : ("  [default for " + c.model + "]").c_str());
   if (threads_differ)
     std::printf(
-        "             note: the run used %lld threads; with %d the CPU kernels add up in another order, so "
+        "             note: the run used %lld thread(s); with %d the CPU kernels add up in another order, so "
         "the result will not be bit for bit that of the run left alone\n",
         static_cast<long long>(resumed->config.threads), threads);
   if (std::string advice = blas_note(); !advice.empty() && device.is_cpu())
