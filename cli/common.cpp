@@ -158,7 +158,7 @@ std::string blas_note() {
   if (const char* was = std::getenv(kChosenMarker); was != nullptr && std::getenv("OPENBLAS_CORETYPE") != nullptr)
     return detail::str_cat("tandem chose OpenBLAS's ", std::getenv("OPENBLAS_CORETYPE"),
                            " kernels: OpenBLAS does not know this CPU model and would run its ", was,
-                           " kernels, 3 to 5 times slower (set OPENBLAS_CORETYPE to choose yourself)");
+                           " kernels, its GEMMs 3 to 6 times slower (set OPENBLAS_CORETYPE to choose yourself)");
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
   if (std::string core = better_blas_core(); !core.empty())
     return detail::str_cat("OpenBLAS runs its ", openblas_get_corename(), " kernels on a CPU that can run its faster ",

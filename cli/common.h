@@ -50,12 +50,11 @@ std::string describe_device(Device device);
 
 // OpenBLAS picks its kernels when it loads, before main, and its
 // DYNAMIC_ARCH build falls back to its oldest ones (Prescott, SSE3) on a CPU
-// model it does not know, even one with AVX-512: GEMMs 3 to 5 times slower.
-// Unless OPENBLAS_CORETYPE is set, choose_blas_kernels sets it to the
-// kernels the CPU can run (SkylakeX, Haswell) and runs the program again
-// (execv of the executable, at the top of main); it returns when there is
-// nothing to change. blas_note says what was chosen, or what to set; "" when
-// there is nothing to say.
+// model it does not know, even one with AVX-512: GEMMs 3 to 6 times slower
+// (bench/results/2026-12-01-cpu-nn-openblas-kernels.txt). Unless OPENBLAS_CORETYPE is set, choose_blas_kernels sets it
+// to the kernels the CPU can run (SkylakeX, Haswell) and runs the program again (execv of the executable, at the top of
+// main); it returns when there is nothing to change. blas_note says what was chosen, or what to set; "" when there is
+// nothing to say.
 void choose_blas_kernels(char** argv);
 std::string blas_note();
 

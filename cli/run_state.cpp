@@ -7,6 +7,7 @@
 #include "cli/interrupt.h"
 #include "optim/checkpoint.h"
 #include "tensor/core/errors.h"
+#include "tensor/ops/random.h"
 
 namespace tandem::cli {
 
@@ -104,6 +105,21 @@ Position Position::from_json(const json::Value& v, const std::string& source) {
     TANDEM_CHECK(p.epochs_done >= 0 && p.steps_in_epoch >= 0, ValueError, "negative position");
     return p;
   });
+}
+
+void Position::capture_generators(Device device) {
+  cpu_seed = default_generator().initial_seed();
+  cpu_offset = default_generator().offset();
+  if (device.is_cuda()) cuda_generator = {default_generator(device).initial_seed(), default_generator(device).offset()};
+}
+
+void Position::restore_generators(Device device) const {
+  default_generator().manual_seed(cpu_seed);
+  default_generator().set_offset(cpu_offset);
+  if (device.is_cuda() && cuda_generator) {
+    default_generator(device).manual_seed(cuda_generator->first);
+    default_generator(device).set_offset(cuda_generator->second);
+  }
 }
 
 std::string checkpoint_path(const std::string& dir) {

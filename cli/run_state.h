@@ -51,6 +51,11 @@ struct Position {
   uint64_t cpu_seed = 0, cpu_offset = 0;
   std::optional<std::pair<uint64_t, uint64_t>> cuda_generator;
 
+  // The default generators of the cpu and, when device is cuda, of device
+  // (a cuda generator saved before stays when device is the cpu).
+  void capture_generators(Device device);
+  void restore_generators(Device device) const;
+
   json::Value to_json() const;
   static Position from_json(const json::Value& v, const std::string& source);
 };

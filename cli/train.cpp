@@ -192,16 +192,12 @@ int run_quietly(const std::vector<std::string>& args, bool quiet = true) {
 
 // --plot: scripts/plot_metrics.py with a Python that has matplotlib.
 void plot(const std::string& out_dir) {
-  std::string script;
-  for (const std::string& dir : {std::string(TANDEM_PLOT_SCRIPTS)}) {
-    std::stringstream paths(dir);
-    std::string p;
-    while (std::getline(paths, p, ':'))
-      if (!p.empty() && fs::exists(fs::path(p) / "plot_metrics.py")) {
-        script = (fs::path(p) / "plot_metrics.py").string();
-        break;
-      }
-  }
+  // The installed copy first, then the source tree's (TANDEM_PLOT_SCRIPTS: dirs separated by ':').
+  std::string script, dir;
+  std::stringstream dirs(TANDEM_PLOT_SCRIPTS);
+  while (script.empty() && std::getline(dirs, dir, ':'))
+    if (!dir.empty() && fs::exists(fs::path(dir) / "plot_metrics.py"))
+      script = (fs::path(dir) / "plot_metrics.py").string();
   if (script.empty()) {
     std::printf("--plot: plot_metrics.py is not installed; the metrics are in %s\n", metrics_path(out_dir).c_str());
     return;
@@ -218,6 +214,17 @@ void plot(const std::string& out_dir) {
               metrics_path(out_dir).c_str());
 }
 
+// After a stop: where the checkpoint is and the command that resumes it.
+void say_how_to_resume(const std::string& out) {
+  if (out.empty()) {
+    std::printf("No checkpoint written: there is no --out folder.\n");
+  } else {
+    std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(out).c_str(),
+                out.c_str());
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_train(TrainOptions o) {
@@ -228,15 +235,16 @@ int run_train(TrainOptions o) {
   Device device = choose_device(o.device, &device_why);
 
   std::optional<RunCheckpoint> resumed;
+  std::string resumed_dir;  // the folder of the run resumed
   if (!o.resume.empty()) {
-    std::string path = fs::is_directory(o.resume) ? checkpoint_path(o.resume) : o.resume;
+    const bool is_dir = fs::is_directory(o.resume);
+    std::string path = is_dir ? checkpoint_path(o.resume) : o.resume;
+    resumed_dir = is_dir ? o.resume : fs::path(o.resume).parent_path().string();
+    if (resumed_dir.empty()) resumed_dir = ".";  // --resume checkpoint.safetensors, in its folder
     resumed = read_run(path, device);
     check_resume_flags(o, resumed->config, path);
     o.config = resumed->config;
-    if (o.out.empty()) {
-      o.out = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
-      if (o.out.empty()) o.out = ".";  // --resume checkpoint.safetensors, in its folder
-    }
+    if (o.out.empty()) o.out = resumed_dir;
   }
   const RunConfig& c = o.config;
   if (resumed && resumed->position.epochs_done >= c.epochs) {
@@ -246,9 +254,6 @@ int run_train(TrainOptions o) {
   }
   // Resuming into the run's own folder continues its files; any other --out
   // must not hold a run of its own.
-  std::string resumed_dir;
-  if (resumed) resumed_dir = fs::is_directory(o.resume) ? o.resume : fs::path(o.resume).parent_path().string();
-  if (resumed_dir.empty() && resumed) resumed_dir = ".";
   std::error_code same_ec;
   bool into_resumed = resumed && fs::exists(o.out) && fs::equivalent(o.out, resumed_dir, same_ec);
   if (!o.out.empty()) prepare_out_dir(o.out, into_resumed);
@@ -289,12 +294,7 @@ int run_train(TrainOptions o) {
     optim::load_from_checkpoint(ckpt, *opt);
     if (sched) optim::load_from_checkpoint(ckpt, *sched);
     pos = resumed->position;
-    default_generator().manual_seed(pos.cpu_seed);
-    default_generator().set_offset(pos.cpu_offset);
-    if (device.is_cuda() && pos.cuda_generator) {
-      default_generator(device).manual_seed(pos.cuda_generator->first);
-      default_generator(device).set_offset(pos.cuda_generator->second);
-    }
+    pos.restore_generators(device);
     train_loader.set_epoch(static_cast<uint64_t>(pos.epochs_done));
     if (!o.out.empty()) trim_metrics(metrics_path(o.out), pos.epochs_done);
   }
@@ -335,6 +335,9 @@ int run_train(TrainOptions o) {
 
   Progress progress(stdout, o.progress_interval);
   int64_t steps_this_run = 0;
+  auto stop_asked = [&] {
+    return interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+  };
   TensorOptions acc_options = TensorOptions().dtype(kFloat64).device(device);
   for (int64_t epoch = pos.epochs_done; epoch < c.epochs; ++epoch) {
     model->train();
@@ -358,21 +361,12 @@ int run_train(TrainOptions o) {
       now.seen += seen;
       now.elapsed_s += seconds_since(t0);
       now.wait_s += wait;
-      now.cpu_seed = default_generator().initial_seed();
-      now.cpu_offset = default_generator().offset();
-      if (device.is_cuda())
-        now.cuda_generator = {default_generator(device).initial_seed(), default_generator(device).offset()};
+      now.capture_generators(device);
       std::printf("%s at step %lld of epoch %lld.\n",
                   interrupted ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(now.steps_in_epoch), static_cast<long long>(epoch + 1));
-      if (o.out.empty()) {
-        std::printf("No checkpoint written: there is no --out folder.\n");
-      } else {
-        save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, now);
-        std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(o.out).c_str(),
-                    o.out.c_str());
-      }
-      std::fflush(stdout);
+      if (!o.out.empty()) save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, now);
+      say_how_to_resume(o.out);
       return interrupted ? kExitInterrupted : 0;
     };
 
@@ -402,7 +396,7 @@ int run_train(TrainOptions o) {
         ++steps_this_run;
         seen += n;
         bool last = pos.steps_in_epoch + step == steps_per_epoch;
-        bool stop_requested = interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+        bool stop_requested = stop_asked();
         if (stop_requested && !last) return stop_here(interrupt_requested());
         progress.update(done_before + seen, [&] {
           return (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(pos.seen + seen);
@@ -442,10 +436,7 @@ int run_train(TrainOptions o) {
 
     pos = Position{};
     pos.epochs_done = epoch + 1;
-    pos.cpu_seed = default_generator().initial_seed();
-    pos.cpu_offset = default_generator().offset();
-    if (device.is_cuda())
-      pos.cuda_generator = {default_generator(device).initial_seed(), default_generator(device).offset()};
+    pos.capture_generators(device);
     if (!o.out.empty()) {
       json::Value m = json::Object{{"epoch", epoch + 1},
                                    {"epochs", c.epochs},
@@ -468,18 +459,12 @@ int run_train(TrainOptions o) {
       append_line(metrics_path(o.out), json::dump(m));
       save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, pos);
     }
-    bool stop_requested = interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+    bool stop_requested = stop_asked();
     if (stop_requested && epoch + 1 < c.epochs) {
       std::printf("%s after epoch %lld.\n",
                   interrupt_requested() ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(epoch + 1));
-      if (o.out.empty()) {
-        std::printf("No checkpoint written: there is no --out folder.\n");
-      } else {
-        std::printf("Checkpoint written: %s\nResume with: tandem train --resume %s\n", checkpoint_path(o.out).c_str(),
-                    o.out.c_str());
-      }
-      std::fflush(stdout);
+      say_how_to_resume(o.out);
       return interrupt_requested() ? kExitInterrupted : 0;
     }
   }
