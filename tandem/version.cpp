@@ -11,8 +11,9 @@ const char* version() { return TANDEM_VERSION_STRING; }
 const char* build_features() {
   static const std::string features = [] {
     std::string s;
-    for (auto [on, name] : {std::pair{TANDEM_WITH_CUDA, "cuda"}, std::pair{TANDEM_WITH_CUDNN, "cudnn"},
-                            std::pair{TANDEM_WITH_OPENBLAS, "openblas"}, std::pair{TANDEM_WITH_ZLIB, "zlib"}})
+    for (auto [on, name] : {std::pair{TANDEM_WITH_CUDA, TANDEM_CUDA_SIMULATED ? "cuda-simulated" : "cuda"},
+                            std::pair{TANDEM_WITH_CUDNN, "cudnn"}, std::pair{TANDEM_WITH_OPENBLAS, "openblas"},
+                            std::pair{TANDEM_WITH_ZLIB, "zlib"}})
       if (on) s += (s.empty() ? "" : ",") + std::string(name);
     return s;
   }();

@@ -16,6 +16,7 @@
 
 #include "kernels/cuda/emulation.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/sim/hooks.h"
 #include "tensor/core/errors.h"
 
 namespace tandem::gpu {
@@ -200,6 +201,7 @@ class DeviceAllocator {
     }
     block->allocated = true;
     block->requested = nbytes;
+    sim::block_in_use(block->ptr, nbytes);
     active_[block->ptr] = block;
     for (int i : {0, pool_index(small)}) {
       stats_.allocation[i].increase(1);
@@ -216,6 +218,7 @@ class DeviceAllocator {
     TANDEM_INTERNAL_ASSERT(it != active_.end(), "freeing a pointer the caching allocator did not hand out");
     Block* block = it->second;
     active_.erase(it);
+    sim::block_free(block->ptr);
     block->allocated = false;
     for (int i : {0, pool_index(block->small)}) {
       stats_.allocation[i].decrease(1);
@@ -319,6 +322,7 @@ class DeviceAllocator {
   Block* new_segment(size_t size, bool small, StreamRef stream) {
     void* ptr = raw_->allocate(size);
     if (ptr == nullptr) return nullptr;
+    sim::segment_managed(ptr);
     ++stats_.num_device_alloc;
     for (int i : {0, pool_index(small)}) {
       stats_.reserved_bytes[i].increase(static_cast<int64_t>(size));

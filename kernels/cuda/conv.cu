@@ -126,8 +126,9 @@ __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ cols, int
 // gx (items, C_in, H, W): each element sums the column entries read from it
 // (the taps whose output position is whole and inside). Thread: one element,
 // so every element is written once and no atomics are needed.
-template <typename T>
-__global__ void col2im_kernel(const T* __restrict__ cols, T* __restrict__ gx, int64_t total, ConvShape s,
+// cols are T, or float32 for a float16/bfloat16 gx (the GEMM's sums kept).
+template <typename T, typename C>
+__global__ void col2im_kernel(const C* __restrict__ cols, T* __restrict__ gx, int64_t total, ConvShape s,
                               ColLayout layout) {
   using M = opmath_t<T>;
   for (int64_t e = global_thread(); e < total; e += grid_threads()) {
@@ -152,8 +153,8 @@ void launch_im2col(const Tensor& x, const Tensor& cols, int64_t items, const Con
   const int64_t total = items * s.C_in * s.kh * s.kw * s.L;
   const int device = x.device().index();
   dispatch_floating(x.dtype(), "im2col (cuda)", [&]<typename T>() {
-    im2col_kernel<T><<<grid_stride_blocks(total, device), kGridStrideThreads, 0, stream_of(x)>>>(
-        x.data_ptr<T>(), cols.data_ptr<T>(), total, s, layout);
+    TANDEM_LAUNCH(grid_stride_blocks(total, device), kGridStrideThreads, 0, stream_of(x), im2col_kernel<T>)
+    (x.data_ptr<T>(), cols.data_ptr<T>(), total, s, layout);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -162,13 +163,25 @@ void launch_col2im(const Tensor& cols, const Tensor& gx, int64_t items, const Co
   const int64_t total = items * s.C_in * s.H * s.W;
   const int device = gx.device().index();
   dispatch_floating(gx.dtype(), "col2im (cuda)", [&]<typename T>() {
-    col2im_kernel<T><<<grid_stride_blocks(total, device), kGridStrideThreads, 0, stream_of(gx)>>>(
-        cols.data_ptr<T>(), gx.data_ptr<T>(), total, s, layout);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      TANDEM_LAUNCH(grid_stride_blocks(total, device), kGridStrideThreads, 0, stream_of(gx), col2im_kernel<T, float>)
+      (cols.data_ptr<float>(), gx.data_ptr<T>(), total, s, layout);
+    } else {
+      TANDEM_LAUNCH(grid_stride_blocks(total, device), kGridStrideThreads, 0, stream_of(gx), col2im_kernel<T, T>)
+      (cols.data_ptr<T>(), gx.data_ptr<T>(), total, s, layout);
+    }
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
 // ---------------------------------------------------------------- im2col + cuBLAS
+
+// The dtype the backward passes keep their GEMMs' sums in before the one
+// rounding to the gradient's dtype, as the CPU backend does: float32 for
+// float16 and bfloat16 (rounding each item's product, or each column, first
+// lost up to three times the CPU's error in bfloat16: found by the simulated
+// GPU), else the dtype itself.
+Dtype sums_dtype(Dtype dtype) { return is_reduced_float(dtype) ? kFloat32 : dtype; }
 
 // Column matrices (and per-item products) of at most this many bytes at
 // once: the batch is taken in chunks of that many items (at least one).
@@ -192,6 +205,11 @@ Tensor columns(const Tensor& x, int64_t n0, int64_t B, const ConvShape& s) {
 }
 
 void forward_gemm(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvShape& s) {
+  // The bias first, and the products added to it inside the GEMM, so that a
+  // float16 or bfloat16 output is rounded once, as on the CPU (rounding the
+  // product before adding the bias lost up to 0.02 to cancellation in
+  // bfloat16: found by the simulated GPU).
+  if (bias.defined()) copy(out, view_of(bias, 0, {s.N, s.C_out, s.OH, s.OW}, {0, 1, 0, 0}));
   const int64_t chunk = chunk_items(s, x.dtype());
   for (int64_t n0 = 0; n0 < s.N; n0 += chunk) {
     const int64_t B = std::min(chunk, s.N - n0);
@@ -199,16 +217,12 @@ void forward_gemm(const Tensor& out, const Tensor& x, const Tensor& weight, cons
     // (B, G, cout_g, L) = (G, cout_g, K) (shared by the items) @ (B, G, K, L)
     const Tensor y = view_of(out, n0 * s.C_out * s.L, {B, s.G, s.cout_g, s.L}, {s.C_out * s.L, s.cout_g * s.L, s.L, 1});
     const Tensor w = view_of(weight, 0, {B, s.G, s.cout_g, s.K}, {0, s.cout_g * s.K, s.K, 1});
-    matmul(y, w, cols);
-  }
-  if (bias.defined()) {
-    const Tensor b = view_of(bias, 0, {s.N, s.C_out, s.OH, s.OW}, {0, 1, 0, 0});
-    binary(BinaryOp::Add, out, out, b);
+    matmul(y, w, cols, false, bias.defined());
   }
 }
 
 void backward_input_gemm(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight, const ConvShape& s) {
-  const int64_t chunk = chunk_items(s, grad_input.dtype());
+  const int64_t chunk = chunk_items(s, sums_dtype(grad_input.dtype()));
   // (G, K, cout_g): the weight read transposed.
   for (int64_t n0 = 0; n0 < s.N; n0 += chunk) {
     const int64_t B = std::min(chunk, s.N - n0);
@@ -220,7 +234,7 @@ void backward_input_gemm(const Tensor& grad_input, const Tensor& grad_out, const
       matmul(view_of(grad_input, n0 * s.C_in * s.L, {B, s.G, s.K, s.L}, {s.C_in * s.L, s.K * s.L, s.L, 1}), wt, gy);
       continue;
     }
-    const Tensor cols = scratch(grad_input.device().index(), grad_input.dtype(), {B, s.G, s.K, s.L});
+    const Tensor cols = scratch(grad_input.device().index(), sums_dtype(grad_input.dtype()), {B, s.G, s.K, s.L});
     matmul(cols, wt, gy);
     launch_col2im(cols, contiguous_view(grad_input, n0 * s.C_in * s.H * s.W, {B, s.C_in, s.H, s.W}), B, s,
                   {s.G * s.K * s.L, s.L});
@@ -228,9 +242,13 @@ void backward_input_gemm(const Tensor& grad_input, const Tensor& grad_out, const
 }
 
 void backward_weight_gemm(const Tensor& grad_weight, const Tensor& grad_out, const Tensor& x, const ConvShape& s) {
-  const int64_t chunk = chunk_items(s, x.dtype(), s.C_out * s.K);
+  const Dtype sums = sums_dtype(x.dtype());
+  const int64_t chunk = chunk_items(s, sums, s.C_out * s.K);
   const int device = x.device().index();
-  const Tensor gw = view_of(grad_weight, 0, {1, s.G, s.cout_g, s.K}, {s.C_out * s.K, s.cout_g * s.K, s.K, 1});
+  const Tensor weight_view = view_of(grad_weight, 0, {1, s.G, s.cout_g, s.K}, {s.C_out * s.K, s.cout_g * s.K, s.K, 1});
+  // The per-item products and their sum in float32 for float16/bfloat16
+  // weights, rounded once at the end.
+  const Tensor gw = sums == x.dtype() ? weight_view : scratch(device, sums, {1, s.G, s.cout_g, s.K});
   Tensor chunk_sum;  // the sums of the chunks after the first, added to gw
   for (int64_t n0 = 0; n0 < s.N; n0 += chunk) {
     const int64_t B = std::min(chunk, s.N - n0);
@@ -239,16 +257,17 @@ void backward_weight_gemm(const Tensor& grad_weight, const Tensor& grad_out, con
     const Tensor colst = view_of(cols, 0, {B, s.G, s.L, s.K}, {cols.stride(0), cols.stride(1), 1, cols.stride(2)});
     const Tensor gy =
         view_of(grad_out, n0 * s.C_out * s.L, {B, s.G, s.cout_g, s.L}, {s.C_out * s.L, s.cout_g * s.L, s.L, 1});
-    const Tensor per_item = scratch(device, x.dtype(), {B, s.G, s.cout_g, s.K});
+    const Tensor per_item = scratch(device, sums, {B, s.G, s.cout_g, s.K});
     matmul(per_item, gy, colst);
     if (n0 == 0) {
       reduce(ReduceOp::Sum, gw, per_item);
     } else {
-      if (!chunk_sum.defined()) chunk_sum = scratch(device, x.dtype(), {1, s.G, s.cout_g, s.K});
+      if (!chunk_sum.defined()) chunk_sum = scratch(device, sums, {1, s.G, s.cout_g, s.K});
       reduce(ReduceOp::Sum, chunk_sum, per_item);
       binary(BinaryOp::Add, gw, gw, chunk_sum);
     }
   }
+  if (sums != x.dtype()) copy(weight_view, gw);
 }
 
 // ---------------------------------------------------------------- cuDNN
@@ -280,7 +299,7 @@ constexpr size_t kMaxWorkspace = size_t{1} << 30;
 // The descriptors of one convolution shape and the algorithm of each pass,
 // chosen on first use. Plans live as long as the program.
 struct CudnnPlan {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   std::once_flag fwd_once, data_once, filter_once;
@@ -297,8 +316,6 @@ std::unique_ptr<CudnnPlan> make_plan(const ConvShape& s, Dtype dtype) {
   TANDEM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, t, i(s.N), i(s.C_in), i(s.H), i(s.W)));
   TANDEM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y));
   TANDEM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, t, i(s.N), i(s.C_out), i(s.OH), i(s.OW)));
-  TANDEM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->bias));
-  TANDEM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->bias, CUDNN_TENSOR_NCHW, t, 1, i(s.C_out), 1, 1));
   TANDEM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w));
   TANDEM_CUDNN_CHECK(
       cudnnSetFilter4dDescriptor(plan->w, t, CUDNN_TENSOR_NCHW, i(s.C_out), i(s.cin_g), i(s.kh), i(s.kw)));
@@ -384,11 +401,12 @@ bool forward_cudnn(const Tensor& out, const Tensor& x, const Tensor& weight, con
   });
   if (!plan.fwd) return false;
   const auto ws = workspace(device, plan.fwd->second);
+  // The bias first and beta = 1, as forward_gemm: one rounding of a float16
+  // or bfloat16 output.
+  if (bias.defined()) copy(out, view_of(bias, 0, {s.N, s.C_out, s.OH, s.OW}, {0, 1, 0, 0}));
   TANDEM_CUDNN_CHECK(cudnnConvolutionForward(h, kOne.of(dt), plan.x, x.data_ptr(), plan.w, weight.data_ptr(), plan.conv,
-                                             plan.fwd->first, ws ? ws->data() : nullptr, plan.fwd->second, kZero.of(dt),
-                                             plan.y, out.data_ptr()));
-  if (bias.defined())
-    TANDEM_CUDNN_CHECK(cudnnAddTensor(h, kOne.of(dt), plan.bias, bias.data_ptr(), kOne.of(dt), plan.y, out.data_ptr()));
+                                             plan.fwd->first, ws ? ws->data() : nullptr, plan.fwd->second,
+                                             bias.defined() ? kOne.of(dt) : kZero.of(dt), plan.y, out.data_ptr()));
   return true;
 }
 

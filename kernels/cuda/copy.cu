@@ -100,8 +100,8 @@ void copy_tiles(const ElementwisePlan<2>& p, cudaStream_t stream) {
   g.src_ld = static_cast<int32_t>(p.strides[dj][1] / elem);
   const int64_t matrices = p.numel / (int64_t{g.rows} * g.cols);
   const int64_t blocks = matrices * g.row_tiles * g.col_tiles;
-  transpose_kernel<T><<<static_cast<unsigned>(blocks), dim3(kTile, kTileRows), 0, stream>>>(
-      OffsetCalculator<2>(p, p.ndim - 2), p.data[0], p.data[1], g);
+  TANDEM_LAUNCH(static_cast<unsigned>(blocks), dim3(kTile, kTileRows), 0, stream, transpose_kernel<T>)
+  (OffsetCalculator<2>(p, p.ndim - 2), p.data[0], p.data[1], g);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

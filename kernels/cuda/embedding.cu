@@ -98,13 +98,14 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   dispatch_index(indices.dtype(), "embedding (cuda)", [&]<typename I>() {
     const I* idx = indices.data_ptr<I>();
     if (n == 0) {  // no values to move: the indices are still checked
-      embedding_check_kernel<I><<<grid_stride_blocks(K, device), kGridStrideThreads, 0, stream>>>(idx, K, num, bad);
+      TANDEM_LAUNCH(grid_stride_blocks(K, device), kGridStrideThreads, 0, stream, embedding_check_kernel<I>)
+      (idx, K, num, bad);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
       return;
     }
     dispatch_bytes(weight.element_size(), [&]<typename U>() {
-      embedding_kernel<U, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          static_cast<const U*>(weight.data_ptr()), static_cast<U*>(out.data_ptr()), idx, n, D, num, bad);
+      TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, embedding_kernel<U, I>)
+      (static_cast<const U*>(weight.data_ptr()), static_cast<U*>(out.data_ptr()), idx, n, D, num, bad);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -135,12 +136,13 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
     const I* idx = indices.data_ptr<I>();
     if (count != nullptr) {
       TANDEM_CUDA_CHECK(cudaMemsetAsync(count, 0, static_cast<size_t>(num) * sizeof(unsigned int), stream));
-      embedding_count_kernel<I><<<grid_stride_blocks(K, device), kGridStrideThreads, 0, stream>>>(idx, K, count);
+      TANDEM_LAUNCH(grid_stride_blocks(K, device), kGridStrideThreads, 0, stream, embedding_count_kernel<I>)
+      (idx, K, count);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     }
     dispatch_floating(grad_weight.dtype(), "embedding_backward (cuda)", [&]<typename T>() {
-      embedding_backward_kernel<T, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          grad_out.data_ptr<T>(), idx, grad_weight.data_ptr<T>(), n, D, padding_idx, count);
+      TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, embedding_backward_kernel<T, I>)
+      (grad_out.data_ptr<T>(), idx, grad_weight.data_ptr<T>(), n, D, padding_idx, count);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });

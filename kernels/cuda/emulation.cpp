@@ -1,9 +1,11 @@
 // Reading TANDEM_EMULATE_CUDA and TANDEM_EMULATE_CUDA_MEMORY.
 #include "kernels/cuda/emulation.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "tandem/version.h"
 #include "tensor/core/errors.h"
 
 namespace tandem {
@@ -43,9 +45,25 @@ size_t detail::parse_emulated_memory(const char* env) {
   return static_cast<size_t>(v * scale);
 }
 
-int emulated_device_count() {
-  static const int n = detail::parse_emulated_count(std::getenv("TANDEM_EMULATE_CUDA"));
+namespace {
+// TANDEM_EMULATE_CUDA, checked once; -1 when unset.
+int requested_count() {
+  static const int n = [] {
+    const char* env = std::getenv("TANDEM_EMULATE_CUDA");
+    return env == nullptr || *env == '\0' ? -1 : detail::parse_emulated_count(env);
+  }();
   return n;
+}
+}  // namespace
+
+int emulated_device_count() {
+  const int n = requested_count();  // a bad value is an error in every build
+  return TANDEM_CUDA_SIMULATED ? 0 : std::max(n, 0);
+}
+
+int simulated_device_count() {
+  const int n = requested_count();
+  return TANDEM_CUDA_SIMULATED ? (n < 0 ? 2 : n) : 0;
 }
 
 size_t emulated_memory_capacity() {

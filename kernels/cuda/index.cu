@@ -101,9 +101,9 @@ void launch_gather(const char* op, const Tensor& out, const Tensor& self, const 
   BadIndexFlag bad(device, stream);
   dispatch_bytes(out.element_size(), [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
-      gather_kernel<T, Idx, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          p, n, static_cast<T*>(out.data_ptr()), static_cast<const T*>(self.data_ptr()),
-          static_cast<const Idx*>(index.data_ptr()), dim_stride(self, dim), size, bad.ptr());
+      TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, gather_kernel<T, Idx, I>)
+      (p, n, static_cast<T*>(out.data_ptr()), static_cast<const T*>(self.data_ptr()),
+       static_cast<const Idx*>(index.data_ptr()), dim_stride(self, dim), size, bad.ptr());
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -226,9 +226,8 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   BadIndexFlag bad(device, stream);
   dispatch_all(self.dtype(), "scatter_add (cuda)", [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
-      scatter_add_kernel<T, I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-          p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), dim_stride(self, dim), size,
-          bad.ptr());
+      TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, scatter_add_kernel<T, I>)
+      (p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), dim_stride(self, dim), size, bad.ptr());
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -245,8 +244,8 @@ void one_hot(const Tensor& out, const Tensor& in) {
   const int64_t n = in.numel();
   auto p = make_strided_offsets<1>(in.sizes(), {walk_strides(in, static_cast<size_t>(in.dim()))}, "one_hot");
   dispatch_index_width(n, [&]<typename I>() {
-    one_hot_kernel<I><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(
-        p, n, out.data_ptr<int64_t>(), in.data_ptr<int64_t>(), out.size(-1));
+    TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, one_hot_kernel<I>)
+    (p, n, out.data_ptr<int64_t>(), in.data_ptr<int64_t>(), out.size(-1));
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -263,7 +262,7 @@ void cat(const Tensor& out, const std::vector<Tensor>& inputs, int64_t dim) {
     grid.y = static_cast<unsigned>(l.batch.count);
     dispatch_bytes(out.element_size(), [&]<typename T>() {
       dispatch_index_width(l.max_index, [&]<typename I>() {
-        cat_kernel<T, I><<<grid, kGridStrideThreads, 0, stream>>>(l.batch);
+        TANDEM_LAUNCH(grid, kGridStrideThreads, 0, stream, cat_kernel<T, I>)(l.batch);
         TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
       });
     });

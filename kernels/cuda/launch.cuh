@@ -65,7 +65,26 @@ inline dim3 grid_stride_blocks(int64_t n, int device) {
   return dim3(static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kGridStrideThreads), 1, cap)));
 }
 
-#if defined(__CUDACC__)
+// ---------------------------------------------------------------- launches
+// A launch both compilers build: TANDEM_LAUNCH(grid, block, smem, stream,
+// kernel)(args...) is kernel<<<grid, block, smem, stream>>>(args...) under
+// nvcc, and a queued Launch in the simulated build (kernels/cuda/sim).
+#if TANDEM_CUDA_SIM
+#define TANDEM_LAUNCH(grid, block, smem, stream, ...) \
+  ::tandem::sim::Launch(__VA_ARGS__, #__VA_ARGS__, grid, block, smem, stream)
+#else
+#define TANDEM_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+#endif
+
+// The block's dynamic shared memory as `type* name` (an extern __shared__
+// array under nvcc), 16-byte aligned.
+#if TANDEM_CUDA_SIM
+#define TANDEM_DYNAMIC_SHARED(type, name) TANDEM_SIM_DYNAMIC_SHARED(type, name)
+#else
+#define TANDEM_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
+
+#if TANDEM_CUDA_SOURCE
 // This thread's first element, and the stride to its next, in 64 bits.
 __device__ __forceinline__ int64_t global_thread() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

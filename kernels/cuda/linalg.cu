@@ -85,16 +85,16 @@ void launch_pack(const void* src, void* dst, size_t element_size, const PackedSh
   int blocks = static_cast<int>(std::min<int64_t>(ceil_div(total, kThreads), 16 * multiprocessor_count(device)));
   switch (element_size) {
     case 2:
-      pack_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst),
-                                                   total, s.rows, s.cols, batch, rs, cs);
+      TANDEM_LAUNCH(blocks, kThreads, 0, stream, pack_kernel<uint16_t>)
+      (static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), total, s.rows, s.cols, batch, rs, cs);
       break;
     case 4:
-      pack_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst),
-                                                   total, s.rows, s.cols, batch, rs, cs);
+      TANDEM_LAUNCH(blocks, kThreads, 0, stream, pack_kernel<uint32_t>)
+      (static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), total, s.rows, s.cols, batch, rs, cs);
       break;
     case 8:
-      pack_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst),
-                                                   total, s.rows, s.cols, batch, rs, cs);
+      TANDEM_LAUNCH(blocks, kThreads, 0, stream, pack_kernel<uint64_t>)
+      (static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), total, s.rows, s.cols, batch, rs, cs);
       break;
     default: TANDEM_INTERNAL_ASSERT(false, "pack of ", element_size, "-byte elements");
   }
@@ -104,17 +104,19 @@ void launch_pack(const void* src, void* dst, size_t element_size, const PackedSh
 // ---------------------------------------------------------------- cuBLAS products
 
 struct CublasTypes {
-  cudaDataType_t data;
+  cudaDataType_t data;  // of A and B
   cublasComputeType_t compute;
+  cudaDataType_t c;  // data's, or CUDA_R_32F for float16/bfloat16 products kept in float32
 };
 
-CublasTypes cublas_types(Dtype dtype, bool allow_tf32) {
+CublasTypes cublas_types(Dtype dtype, Dtype out_dtype, bool allow_tf32) {
+  const cudaDataType_t c = out_dtype == kFloat32 ? CUDA_R_32F : CUDA_R_16F;  // only read below for 16-bit inputs
   switch (dtype) {
-    case kFloat32: return {CUDA_R_32F, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
-    case kFloat64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+    case kFloat32: return {CUDA_R_32F, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case kFloat64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
     // Tensor cores, float32 sums, one rounding to the output type.
-    case kFloat16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
-    case kBFloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    case kFloat16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, c};
+    case kBFloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, c == CUDA_R_32F ? CUDA_R_32F : CUDA_R_16BF};
     case kInt64:
     case kInt32:
     case kUInt8:
@@ -131,37 +133,41 @@ void cublas_gemm(cublasHandle_t h, const CublasGemmArgs& g, CublasTypes t, const
     int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
     int lda = static_cast<int>(g.ld_first), ldb = static_cast<int>(g.ld_second), ldc = static_cast<int>(g.ldc);
     if (g.count == 1) {
-      TANDEM_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, alpha, first, t.data, lda, second, t.data, ldb, beta, c,
-                                       t.data, ldc, t.compute, CUBLAS_GEMM_DEFAULT));
+      TANDEM_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, alpha, first, t.data, lda, second, t.data, ldb, beta, c, t.c,
+                                       ldc, t.compute, CUBLAS_GEMM_DEFAULT));
     } else {
       TANDEM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
           h, ta, tb, m, n, k, alpha, first, t.data, lda, g.stride_first, second, t.data, ldb, g.stride_second, beta, c,
-          t.data, ldc, g.stride_c, static_cast<int>(g.count), t.compute, CUBLAS_GEMM_DEFAULT));
+          t.c, ldc, g.stride_c, static_cast<int>(g.count), t.compute, CUBLAS_GEMM_DEFAULT));
     }
   } else if (g.count == 1) {
     TANDEM_CUBLAS_CHECK(cublasGemmEx_64(h, ta, tb, g.m, g.n, g.k, alpha, first, t.data, g.ld_first, second, t.data,
-                                        g.ld_second, beta, c, t.data, g.ldc, t.compute, CUBLAS_GEMM_DEFAULT));
+                                        g.ld_second, beta, c, t.c, g.ldc, t.compute, CUBLAS_GEMM_DEFAULT));
   } else {
     TANDEM_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
         h, ta, tb, g.m, g.n, g.k, alpha, first, t.data, g.ld_first, g.stride_first, second, t.data, g.ld_second,
-        g.stride_second, beta, c, t.data, g.ldc, g.stride_c, g.count, t.compute, CUBLAS_GEMM_DEFAULT));
+        g.stride_second, beta, c, t.c, g.ldc, g.stride_c, g.count, t.compute, CUBLAS_GEMM_DEFAULT));
   }
 }
 
-void matmul_cublas(const Tensor& out, const Tensor& a, const Tensor& b, const GemmPlan& plan, bool allow_tf32) {
+void matmul_cublas(const Tensor& out, const Tensor& a, const Tensor& b, const GemmPlan& plan, bool allow_tf32,
+                   bool accumulate) {
   int device = out.device().index();
   cudaStream_t stream = stream_of(out);
   cublasHandle_t handle = handle_for(device, stream);
-  CublasTypes types = cublas_types(out.dtype(), allow_tf32);
+  CublasTypes types = cublas_types(a.dtype(), out.dtype(), allow_tf32);
   CublasGemmArgs args = cublas_gemm_args(plan);
-  // alpha = 1, beta = 0 in the compute type (float64 for float64, else float).
+  // alpha = 1, beta = 0 (1 to accumulate) in the compute type (float64 for
+  // float64, else float).
   const float one_f = 1.0f, zero_f = 0.0f;
   const double one_d = 1.0, zero_d = 0.0;
   bool f64 = out.dtype() == kFloat64;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
-  const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const void* beta = accumulate ? alpha : f64 ? static_cast<const void*>(&zero_d) : &zero_f;
 
-  size_t es = out.element_size();
+  // Element sizes: of the inputs, and of the output (float32 for 16-bit
+  // inputs kept in float32).
+  size_t es = a.element_size(), c_es = out.element_size();
   const char* a_base = static_cast<const char*>(a.data_ptr());
   const char* b_base = static_cast<const char*>(b.data_ptr());
   char* c_base = static_cast<char*>(out.data_ptr());
@@ -184,7 +190,7 @@ void matmul_cublas(const Tensor& out, const Tensor& a, const Tensor& b, const Ge
       bp = b_ws->data();
     }
     // C^T = B^T @ A^T in cuBLAS's column-major terms: b first, then a.
-    cublas_gemm(handle, args, types, alpha, beta, bp, ap, c_base + co * static_cast<int64_t>(es));
+    cublas_gemm(handle, args, types, alpha, beta, bp, ap, c_base + co * static_cast<int64_t>(c_es));
   });
 }
 
@@ -297,20 +303,25 @@ void matmul_integer(const Tensor& out, const Tensor& a, const Tensor& b, const G
   const T* b_base = b.data_ptr<T>();
   T* c_base = out.data_ptr<T>();
   for_each_gemm_call(plan, [&](int64_t ao, int64_t bo, int64_t co) {
-    int_gemm_kernel<T, typename IntAcc<T>::type>
-        <<<grid, kTileThreads, 0, stream>>>(a_base + ao, b_base + bo, c_base + co, p);
+    TANDEM_LAUNCH(grid, kTileThreads, 0, stream, int_gemm_kernel<T, typename IntAcc<T>::type>)
+    (a_base + ao, b_base + bo, c_base + co, p);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
 
 }  // namespace
 
-void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32) {
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32, bool accumulate) {
   if (out.numel() == 0) return;
+  TANDEM_INTERNAL_ASSERT(!accumulate || is_floating_point(out.dtype()), "matmul: accumulate is for floating dtypes");
+  TANDEM_INTERNAL_ASSERT(
+      a.dtype() == b.dtype() && (out.dtype() == a.dtype() || (out.dtype() == kFloat32 && is_reduced_float(a.dtype()))),
+      "matmul: a ", a.dtype(), ", b ", b.dtype(), " into ", out.dtype());
   DeviceGuard guard(out.device().index());
   int64_t nd = out.dim();
   int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
   if (K == 0) {
+    if (accumulate) return;  // out += an empty sum
     // An empty sum: zeros (all-zero bits in every dtype).
     TANDEM_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), stream_of(out)));
     return;
@@ -320,11 +331,11 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32
   std::vector<int64_t> b_batch(b.strides().begin(), b.strides().end() - 2);
   GemmPlan plan = plan_gemm(batch, a_batch, b_batch, M, N, K, a.stride(nd - 2), a.stride(nd - 1), b.stride(nd - 2),
                             b.stride(nd - 1));
-  switch (out.dtype()) {
+  switch (a.dtype()) {
     case kFloat32:
     case kFloat64:
     case kFloat16:
-    case kBFloat16: matmul_cublas(out, a, b, plan, allow_tf32); break;
+    case kBFloat16: matmul_cublas(out, a, b, plan, allow_tf32, accumulate); break;
     case kInt64: matmul_integer<int64_t>(out, a, b, plan); break;
     case kInt32: matmul_integer<int32_t>(out, a, b, plan); break;
     case kUInt8: matmul_integer<uint8_t>(out, a, b, plan); break;

@@ -67,9 +67,13 @@ TANDEM_DEVICE_INLINE opmath_t<T> to_opmath(T x) {
   return static_cast<opmath_t<T>>(x);
 }
 TANDEM_DEVICE_INLINE float to_opmath(Half x) {
+#if defined(__CUDA_ARCH__)
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.x));
   return f;
+#else
+  return ::tandem::detail::half_bits_to_float(x.x);
+#endif
 }
 TANDEM_DEVICE_INLINE float to_opmath(BFloat16 x) { return __uint_as_float(static_cast<uint32_t>(x.x) << 16); }
 
@@ -77,9 +81,13 @@ TANDEM_DEVICE_INLINE float to_opmath(BFloat16 x) { return __uint_as_float(static
 template <typename Out, typename R>
 TANDEM_DEVICE_INLINE Out to_out(R r) {
   if constexpr (std::is_same_v<Out, Half> && std::is_same_v<R, float>) {
+#if defined(__CUDA_ARCH__)
     uint16_t h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(r));
     return Half::from_bits(h);
+#else
+    return Half::from_bits(::tandem::detail::float_to_half_bits(r));
+#endif
   } else if constexpr (std::is_same_v<Out, BFloat16> && std::is_same_v<R, float>) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     uint16_t h;
@@ -186,12 +194,12 @@ void launch_piece(const ElementwisePlan<sizeof...(In) + 1>& p, const F& f, cudaS
   if (can_vectorize<N>(p, elem_sizes, V, &broadcast)) {
     // At least one block, for a tail shorter than a vector.
     const int64_t blocks = std::max<int64_t>(1, ceil_div(numel / V, kVectorThreads * kVectorUnroll));
-    vector_kernel<Out, F, In...>
-        <<<static_cast<unsigned>(blocks), kVectorThreads, 0, stream>>>(data, numel, broadcast, f);
+    TANDEM_LAUNCH(static_cast<unsigned>(blocks), kVectorThreads, 0, stream, vector_kernel<Out, F, In...>)
+    (data, numel, broadcast, f);
   } else {
     const int64_t blocks = ceil_div(numel, kStridedThreads * kStridedUnroll);
-    strided_kernel<Out, F, In...>
-        <<<static_cast<unsigned>(blocks), kStridedThreads, 0, stream>>>(OffsetCalculator<N>(p), data, numel, f);
+    TANDEM_LAUNCH(static_cast<unsigned>(blocks), kStridedThreads, 0, stream, strided_kernel<Out, F, In...>)
+    (OffsetCalculator<N>(p), data, numel, f);
   }
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }

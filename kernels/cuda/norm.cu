@@ -169,9 +169,10 @@ template <typename M, typename Term>
 void channel_sums(const ChannelSumsPlan& plan, const Term& term, const Nchw& s, Sums<M>* partial, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(plan.grid_x), static_cast<unsigned>(plan.splits));
   if (plan.planes)
-    channel_sums_planes_kernel<M><<<grid, kThreads, 0, stream>>>(term, s.N, s.C, s.L, partial);
+    TANDEM_LAUNCH(grid, kThreads, 0, stream, channel_sums_planes_kernel<M, Term>)(term, s.N, s.C, s.L, partial);
   else
-    channel_sums_bands_kernel<M><<<grid, dim3(kBandX, kBandY), 0, stream>>>(term, s.N, s.C * s.L, s.L, partial);
+    TANDEM_LAUNCH(grid, dim3(kBandX, kBandY), 0, stream, channel_sums_bands_kernel<M, Term>)
+  (term, s.N, s.C * s.L, s.L, partial);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -413,16 +414,16 @@ void batch_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
     M* alpha = scratch.at<M>(sums_bytes);
     M* beta = scratch.at<M>(sums_bytes + aligned(static_cast<size_t>(s.C) * sizeof(M)));
     if (training && n > 0) channel_sums<M>(plan, StatsTerm<T, M>{x, s.L}, s, partial, stream);
-    batch_norm_stats_kernel<T, M><<<static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream>>>(
-        partial, plan.parts, s.C, s.L, n, x, training, momentum, eps, ptr_or_null<M>(weight), ptr_or_null<M>(bias),
-        mean.data_ptr<M>(), invstd.data_ptr<M>(), ptr_or_null<M>(running_mean), ptr_or_null<M>(running_var), alpha,
-        beta);
+    TANDEM_LAUNCH(static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream, batch_norm_stats_kernel<T, M>)
+    (partial, plan.parts, s.C, s.L, n, x, training, momentum, eps, ptr_or_null<M>(weight), ptr_or_null<M>(bias),
+     mean.data_ptr<M>(), invstd.data_ptr<M>(), ptr_or_null<M>(running_mean), ptr_or_null<M>(running_var), alpha, beta);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t numel = input.numel();
     if (numel == 0) return;
     with_channel_of(numel, s.C, s.L, [&](const auto& channel_of) {
-      batch_norm_apply_kernel<T, M><<<grid_stride_blocks(numel, device), kGridStrideThreads, 0, stream>>>(
-          x, out.data_ptr<T>(), numel, channel_of, alpha, beta);
+      TANDEM_LAUNCH(grid_stride_blocks(numel, device), kGridStrideThreads, 0, stream,
+                    batch_norm_apply_kernel<T, M, std::decay_t<decltype(channel_of)>>)
+      (x, out.data_ptr<T>(), numel, channel_of, alpha, beta);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -450,15 +451,16 @@ void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     M *ka = scratch.at<M>(sums_bytes), *kb = scratch.at<M>(sums_bytes + coef),
       *kc = scratch.at<M>(sums_bytes + 2 * coef);
     if (sums) channel_sums<M>(plan, GradTerm<T, M>{g, x, mu}, s, partial, stream);
-    batch_norm_grad_kernel<M><<<static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream>>>(
-        partial, plan.parts, s.C, n, training, invstd.data_ptr<M>(), ptr_or_null<M>(weight),
-        ptr_or_null<M>(grad_weight), ptr_or_null<M>(grad_bias), ka, kb, kc);
+    TANDEM_LAUNCH(static_cast<unsigned>(ceil_div(s.C, kThreads)), kThreads, 0, stream, batch_norm_grad_kernel<M>)
+    (partial, plan.parts, s.C, n, training, invstd.data_ptr<M>(), ptr_or_null<M>(weight), ptr_or_null<M>(grad_weight),
+     ptr_or_null<M>(grad_bias), ka, kb, kc);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t numel = input.numel();
     if (!grad_input.defined() || numel == 0) return;
     with_channel_of(numel, s.C, s.L, [&](const auto& channel_of) {
-      batch_norm_grad_input_kernel<T, M><<<grid_stride_blocks(numel, device), kGridStrideThreads, 0, stream>>>(
-          g, x, grad_input.data_ptr<T>(), numel, channel_of, mu, ka, kb, kc);
+      TANDEM_LAUNCH(grid_stride_blocks(numel, device), kGridStrideThreads, 0, stream,
+                    batch_norm_grad_input_kernel<T, M, std::decay_t<decltype(channel_of)>>)
+      (g, x, grad_input.data_ptr<T>(), numel, channel_of, mu, ka, kb, kc);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
@@ -475,9 +477,9 @@ void layer_norm(const Tensor& out, const Tensor& mean, const Tensor& invstd, con
     using M = opmath_t<T>;
     const dim3 block = layer_norm_block(D);
     const auto grid = static_cast<unsigned>(ceil_div(rows, block.y));
-    layer_norm_kernel<T, M><<<grid, block, 0, stream>>>(input.data_ptr<T>(), out.data_ptr<T>(), ptr_or_null<M>(weight),
-                                                        ptr_or_null<M>(bias), mean.data_ptr<M>(), invstd.data_ptr<M>(),
-                                                        rows, D, eps);
+    TANDEM_LAUNCH(grid, block, 0, stream, layer_norm_kernel<T, M>)
+    (input.data_ptr<T>(), out.data_ptr<T>(), ptr_or_null<M>(weight), ptr_or_null<M>(bias), mean.data_ptr<M>(),
+     invstd.data_ptr<M>(), rows, D, eps);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -500,8 +502,9 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     const M *mu = mean.data_ptr<M>(), *is = invstd.data_ptr<M>();
     if (grad_input.defined() && rows > 0 && D > 0) {
       const dim3 block = layer_norm_block(D);
-      layer_norm_grad_input_kernel<T, M><<<static_cast<unsigned>(ceil_div(rows, block.y)), block, 0, stream>>>(
-          g, x, ptr_or_null<M>(weight), mu, is, grad_input.data_ptr<T>(), rows, D);
+      TANDEM_LAUNCH(static_cast<unsigned>(ceil_div(rows, block.y)), block, 0, stream,
+                    layer_norm_grad_input_kernel<T, M>)
+      (g, x, ptr_or_null<M>(weight), mu, is, grad_input.data_ptr<T>(), rows, D);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if ((!grad_weight.defined() && !grad_bias.defined()) || D == 0) return;
@@ -509,13 +512,13 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
     const int64_t S = layer_norm_param_splits(rows, D, multiprocessor_count(device));
     Scratch scratch(device, S > 1 ? static_cast<size_t>(S * D) * sizeof(Sums<M>) : 0);
     M *gw = ptr_or_null<M>(grad_weight), *gb = ptr_or_null<M>(grad_bias);
-    layer_norm_param_grads_kernel<T, M>
-        <<<dim3(static_cast<unsigned>(bands), static_cast<unsigned>(S)), dim3(kBandX, kBandY), 0, stream>>>(
-            g, x, mu, is, rows, D, gw, gb, scratch.at<Sums<M>>(0));
+    TANDEM_LAUNCH(dim3(static_cast<unsigned>(bands), static_cast<unsigned>(S)), dim3(kBandX, kBandY), 0, stream,
+                  layer_norm_param_grads_kernel<T, M>)
+    (g, x, mu, is, rows, D, gw, gb, scratch.at<Sums<M>>(0));
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     if (S == 1) return;
-    layer_norm_param_fold_kernel<M>
-        <<<static_cast<unsigned>(ceil_div(D, kThreads)), kThreads, 0, stream>>>(scratch.at<Sums<M>>(0), S, D, gw, gb);
+    TANDEM_LAUNCH(static_cast<unsigned>(ceil_div(D, kThreads)), kThreads, 0, stream, layer_norm_param_fold_kernel<M>)
+    (scratch.at<Sums<M>>(0), S, D, gw, gb);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -112,7 +112,7 @@ void for_each_list(const std::array<const std::vector<Tensor>*, Depth>& lists, c
 
 template <typename List, typename Body>
 void launch_list(const List& l, int64_t blocks, const Body& body, cudaStream_t stream) {
-  multi_tensor_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(l, body);
+  TANDEM_LAUNCH(static_cast<unsigned>(blocks), kThreads, 0, stream, multi_tensor_kernel<List, Body>)(l, body);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -383,8 +383,9 @@ void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& ou
       std::shared_ptr<Storage> workspace = allocate_device(device, static_cast<size_t>(blocks) * sizeof(double));
       double* partials = static_cast<double*>(workspace->data());
       launch_list(l, blocks, NormChunkBody<T>{ops, partials}, stream);
-      norm_finalize_kernel<T>
-          <<<static_cast<unsigned>(l.count), kThreads, 0, stream>>>(l, ops, partials, out.data_ptr<T>());
+      TANDEM_LAUNCH(static_cast<unsigned>(l.count), kThreads, 0, stream,
+                    norm_finalize_kernel<T, std::decay_t<decltype(l)>>)
+      (l, ops, partials, out.data_ptr<T>());
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });

@@ -173,8 +173,8 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& input, c
   DeviceGuard guard(out.device().index());
   const Launch L = launch_for(out, n);
   dispatch_floating(input.dtype(), "max_pool2d (cuda)", [&]<typename T>() {
-    max_pool_kernel<T><<<L.grid, kGridStrideThreads, 0, L.stream>>>(
-        input.data_ptr<T>(), out.data_ptr<T>(), indices.data_ptr<int64_t>(), n, pool_shape(input, out), p);
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, max_pool_kernel<T>)
+    (input.data_ptr<T>(), out.data_ptr<T>(), indices.data_ptr<int64_t>(), n, pool_shape(input, out), p);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -186,9 +186,9 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
   DeviceGuard guard(grad_input.device().index());
   const Launch L = launch_for(grad_input, n);
   dispatch_floating(grad_input.dtype(), "max_pool2d_backward (cuda)", [&]<typename T>() {
-    max_pool_backward_kernel<T>
-        <<<L.grid, kGridStrideThreads, 0, L.stream>>>(grad_out.data_ptr<T>(), indices.data_ptr<int64_t>(),
-                                                      grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out), p);
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, max_pool_backward_kernel<T>)
+    (grad_out.data_ptr<T>(), indices.data_ptr<int64_t>(), grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out),
+     p);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -199,8 +199,8 @@ void avg_pool2d(const Tensor& out, const Tensor& input, const Pool2dParams& p) {
   DeviceGuard guard(out.device().index());
   const Launch L = launch_for(out, n);
   dispatch_floating(input.dtype(), "avg_pool2d (cuda)", [&]<typename T>() {
-    avg_pool_kernel<T><<<L.grid, kGridStrideThreads, 0, L.stream>>>(input.data_ptr<T>(), out.data_ptr<T>(), n,
-                                                                    pool_shape(input, out), p);
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, avg_pool_kernel<T>)
+    (input.data_ptr<T>(), out.data_ptr<T>(), n, pool_shape(input, out), p);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -211,8 +211,8 @@ void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
   DeviceGuard guard(grad_input.device().index());
   const Launch L = launch_for(grad_input, n);
   dispatch_floating(grad_input.dtype(), "avg_pool2d_backward (cuda)", [&]<typename T>() {
-    avg_pool_backward_kernel<T><<<L.grid, kGridStrideThreads, 0, L.stream>>>(
-        grad_out.data_ptr<T>(), grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out), p);
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, avg_pool_backward_kernel<T>)
+    (grad_out.data_ptr<T>(), grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out), p);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -223,8 +223,8 @@ void adaptive_avg_pool2d(const Tensor& out, const Tensor& input) {
   DeviceGuard guard(out.device().index());
   const Launch L = launch_for(out, n);
   dispatch_floating(input.dtype(), "adaptive_avg_pool2d (cuda)", [&]<typename T>() {
-    adaptive_avg_kernel<T><<<L.grid, kGridStrideThreads, 0, L.stream>>>(input.data_ptr<T>(), out.data_ptr<T>(), n,
-                                                                        pool_shape(input, out));
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, adaptive_avg_kernel<T>)
+    (input.data_ptr<T>(), out.data_ptr<T>(), n, pool_shape(input, out));
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -235,8 +235,8 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_o
   DeviceGuard guard(grad_input.device().index());
   const Launch L = launch_for(grad_input, n);
   dispatch_floating(grad_input.dtype(), "adaptive_avg_pool2d_backward (cuda)", [&]<typename T>() {
-    adaptive_avg_backward_kernel<T><<<L.grid, kGridStrideThreads, 0, L.stream>>>(
-        grad_out.data_ptr<T>(), grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out));
+    TANDEM_LAUNCH(L.grid, kGridStrideThreads, 0, L.stream, adaptive_avg_backward_kernel<T>)
+    (grad_out.data_ptr<T>(), grad_input.data_ptr<T>(), n, pool_shape(grad_input, grad_out));
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -112,13 +112,13 @@ void uniform(const Tensor& out, PhiloxState st, double from, double to) {
   launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
     dispatch_floating(out.dtype(), "uniform (cuda)", [&]<typename T>() {
       if constexpr (std::is_same_v<T, double>) {
-        uniform64_kernel<<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
-            out.data_ptr<double>(), n, st, from, to - from);
+        TANDEM_LAUNCH(grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream, uniform64_kernel)
+        (out.data_ptr<double>(), n, st, from, to - from);
       } else {
         // The cpu's float operands: both bounds rounded to float first.
         const float lo = static_cast<float>(from), range = static_cast<float>(to) - lo;
-        uniform32_kernel<T><<<grid_stride_blocks(ceil_div(n, 4), device), kGridStrideThreads, 0, stream>>>(
-            out.data_ptr<T>(), n, st, lo, range);
+        TANDEM_LAUNCH(grid_stride_blocks(ceil_div(n, 4), device), kGridStrideThreads, 0, stream, uniform32_kernel<T>)
+        (out.data_ptr<T>(), n, st, lo, range);
       }
     });
   });
@@ -127,8 +127,8 @@ void uniform(const Tensor& out, PhiloxState st, double from, double to) {
 void normal(const Tensor& out, PhiloxState st, double mean, double std) {
   launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
     dispatch_floating(out.dtype(), "normal (cuda)", [&]<typename T>() {
-      normal_kernel<T>
-          <<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream>>>(out.data_ptr<T>(), n, st, mean, std);
+      TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, normal_kernel<T>)
+      (out.data_ptr<T>(), n, st, mean, std);
     });
   });
 }
@@ -137,8 +137,8 @@ void randint(const Tensor& out, PhiloxState st, int64_t low, int64_t high) {
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   launch_fill(out, [&](int64_t n, int device, cudaStream_t stream) {
     dispatch_all(out.dtype(), "randint (cuda)", [&]<typename T>() {
-      randint_kernel<T><<<grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream>>>(
-          out.data_ptr<T>(), n, st, low, range);
+      TANDEM_LAUNCH(grid_stride_blocks(ceil_div(n, 2), device), kGridStrideThreads, 0, stream, randint_kernel<T>)
+      (out.data_ptr<T>(), n, st, low, range);
     });
   });
 }

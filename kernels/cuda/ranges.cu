@@ -44,8 +44,8 @@ void arange(const Tensor& out, const Scalar& start, const Scalar& step) {
   DeviceGuard guard(device);
   dispatch_numeric(out.dtype(), "arange (cuda)", [&]<typename T>() {
     using Acc = fn::arange_acc_t<T>;
-    arange_kernel<T><<<grid_stride_blocks(n, device), kGridStrideThreads, 0, stream_of(out)>>>(
-        contiguous_data<T>(out), n, start.to<Acc>(), step.to<Acc>());
+    TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream_of(out), arange_kernel<T>)
+    (contiguous_data<T>(out), n, start.to<Acc>(), step.to<Acc>());
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -65,8 +65,8 @@ void linspace(const Tensor& out, const Scalar& start, const Scalar& end) {
     }
     const S sa = static_cast<S>(a), sz = static_cast<S>(z);
     const S step = M::div(M::sub(sz, sa), steps - 1);
-    linspace_kernel<T><<<grid_stride_blocks(steps, device), kGridStrideThreads, 0, stream_of(out)>>>(
-        contiguous_data<T>(out), steps, sa, sz, step);
+    TANDEM_LAUNCH(grid_stride_blocks(steps, device), kGridStrideThreads, 0, stream_of(out), linspace_kernel<T>)
+    (contiguous_data<T>(out), steps, sa, sz, step);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }
@@ -81,8 +81,8 @@ void eye(const Tensor& out) {
   TANDEM_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), stream));
   const int64_t diag = std::min(n, m);
   dispatch_all(out.dtype(), "eye (cuda)", [&]<typename T>() {
-    eye_kernel<T>
-        <<<grid_stride_blocks(diag, device), kGridStrideThreads, 0, stream>>>(contiguous_data<T>(out), diag, m);
+    TANDEM_LAUNCH(grid_stride_blocks(diag, device), kGridStrideThreads, 0, stream, eye_kernel<T>)
+    (contiguous_data<T>(out), diag, m);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

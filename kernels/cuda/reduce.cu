@@ -242,7 +242,7 @@ __device__ void reduce_columns(const ReduceArgs<T, Ops, Writer>& a, int64_t r0, 
 
 template <int Vec, typename T, typename Ops, typename Writer>
 __global__ void __launch_bounds__(kReduceThreads) reduce_kernel(const __grid_constant__ ReduceArgs<T, Ops, Writer> a) {
-  extern __shared__ __align__(16) unsigned char reduce_smem[];
+  TANDEM_DYNAMIC_SHARED(unsigned char, reduce_smem);
   auto* smem = reinterpret_cast<typename Ops::acc_t*>(reduce_smem);
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * a.launch.split_size;
   const int64_t r1 = min(a.layout.reduce_numel, r0 + a.launch.split_size);
@@ -260,7 +260,7 @@ template <typename Ops, typename Writer>
 __global__ void __launch_bounds__(256)
     reduce_finalize_kernel(const __grid_constant__ OffsetCalc kept, int64_t num_outputs, int64_t splits,
                            const typename Ops::acc_t* partials, Ops ops, Writer write) {
-  extern __shared__ __align__(16) unsigned char reduce_smem[];
+  TANDEM_DYNAMIC_SHARED(unsigned char, reduce_smem);
   auto* smem = reinterpret_cast<typename Ops::acc_t*>(reduce_smem);
   const int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   typename Ops::acc_t acc = ops.identity();
@@ -308,13 +308,13 @@ void launch_reduce(const ReduceLayout& layout, const Tensor& in, const Ops& ops,
   }
   const dim3 grid(static_cast<unsigned>(launch.grid_x), static_cast<unsigned>(launch.splits));
   const dim3 block(launch.block_x, launch.block_y);
-  kernel<<<grid, block, reduce_smem_bytes<Vec, Ops>(launch), stream>>>(args);
+  TANDEM_LAUNCH(grid, block, (reduce_smem_bytes<Vec, Ops>(launch)), stream, kernel)(args);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   if (launch.splits > 1) {
     const dim3 fblock(launch.finalize_x, launch.finalize_y);
-    reduce_finalize_kernel<Ops, Writer>
-        <<<static_cast<unsigned>(launch.finalize_grid), fblock, launch.finalize_x * launch.finalize_y * sizeof(acc_t),
-           stream>>>(layout.kept, layout.num_outputs, launch.splits, args.partials, ops, write);
+    TANDEM_LAUNCH(static_cast<unsigned>(launch.finalize_grid), fblock,
+                  launch.finalize_x * launch.finalize_y * sizeof(acc_t), stream, reduce_finalize_kernel<Ops, Writer>)
+    (layout.kept, layout.num_outputs, launch.splits, args.partials, ops, write);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
@@ -331,7 +331,7 @@ using sum_acc_t = std::conditional_t<is_float_type_v<T>, opmath_t<T>, int64_t>;
 // |x|^p for the norms of other orders, out of line: pow is long, and the
 // vector loops would inline it at every element of every unrolled load.
 template <typename Acc>
-__device__ __noinline__ Acc norm_p_reduce(Acc a, Acc x, Acc p) {
+__device__ TANDEM_NOINLINE Acc norm_p_reduce(Acc a, Acc x, Acc p) {
   return fn::NormPOps<Acc>{{}, p}.reduce(a, x, 0);
 }
 

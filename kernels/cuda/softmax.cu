@@ -409,12 +409,14 @@ void softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) {
     const auto grid = static_cast<unsigned>(L.grid);
     switch (L.kind) {
       case SoftmaxLaunch::Registers:
-        softmax_rows_kernel<T><<<grid, block, 0, stream>>>(x, y, outer, n, log, L.vectorized);
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_rows_kernel<T>)(x, y, outer, n, log, L.vectorized);
         break;
       case SoftmaxLaunch::Online:
-        softmax_rows_online_kernel<T><<<grid, block, 0, stream>>>(x, y, n, log, L.vectorized);
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_rows_online_kernel<T>)(x, y, n, log, L.vectorized);
         break;
-      case SoftmaxLaunch::Columns: softmax_columns_kernel<T><<<grid, block, 0, stream>>>(x, y, n, inner, log); break;
+      case SoftmaxLaunch::Columns:
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_columns_kernel<T>)(x, y, n, inner, log);
+        break;
     }
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
@@ -438,13 +440,13 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& o
     const auto grid = static_cast<unsigned>(L.grid);
     switch (L.kind) {
       case SoftmaxLaunch::Registers:
-        softmax_backward_rows_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, outer, n, log, L.vectorized);
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_backward_rows_kernel<T>)(g, y, gx, outer, n, log, L.vectorized);
         break;
       case SoftmaxLaunch::Online:
-        softmax_backward_rows_online_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, n, log, L.vectorized);
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_backward_rows_online_kernel<T>)(g, y, gx, n, log, L.vectorized);
         break;
       case SoftmaxLaunch::Columns:
-        softmax_backward_columns_kernel<T><<<grid, block, 0, stream>>>(g, y, gx, n, inner, log);
+        TANDEM_LAUNCH(grid, block, 0, stream, softmax_backward_columns_kernel<T>)(g, y, gx, n, inner, log);
         break;
     }
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();

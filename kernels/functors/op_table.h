@@ -125,7 +125,7 @@ struct ActivationBackward {
 template <typename M, typename F>
 void visit_arithmetic(BinaryOp op, const Scalar& alpha, F&& f) {
   if constexpr (std::is_floating_point_v<M>) {
-#if defined(__CUDACC__)
+#if TANDEM_CUDA_SOURCE
     if (is_activation_backward(op)) return f(ActivationBackward<M>{op});
 #else
     if (is_activation_backward(op)) return visit_activation_backward<M>(op, f);

@@ -17,6 +17,7 @@ namespace tandem::cuda {
 
 bool is_emulated() { return emulated_device_count() > 0; }
 bool is_built() { return cuda_runtime::compiled_with_cuda(); }
+bool is_simulated() { return simulated_device_count() > 0; }
 
 int device_count() {
   if (is_emulated()) return emulated_device_count();

@@ -32,7 +32,10 @@ std::string get_device_name(int device = -1);
 DeviceProperties get_device_properties(int device = -1);
 // True when cuda devices are emulated on the host (TANDEM_EMULATE_CUDA).
 bool is_emulated();
-// Whether this build of Tandem links the CUDA runtime at all.
+// True when the cuda devices are simulated GPUs: a -Dcuda=simulated build,
+// whose devices run Tandem's CUDA kernels on the host (kernels/cuda/sim).
+bool is_simulated();
+// Whether this build of Tandem has the CUDA backend (real or simulated).
 bool is_built();
 
 // This thread's current device: what "cuda" without an index and device
