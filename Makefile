@@ -43,6 +43,7 @@ sim: deps
 asan: deps
 	[ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=simulated -Dbench=false -Doptimization=1 \
 		-Db_sanitize=address,undefined -Db_lundef=false
+	grep -q "cuda=simulated" build-asan/meson-logs/meson-log.txt || meson configure build-asan -Dcuda=simulated
 	ninja -C build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		scripts/run-tests.sh build-asan --no-suite simulated-large

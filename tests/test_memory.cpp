@@ -223,6 +223,8 @@ DEVICE_TEST_CASE("non-blocking copies between pinned memory and a device give th
   test::check_equal(dst, x);
 }
 
+// Exact to the 32-bit word: an atomic on a byte works on the aligned word that
+// holds it (kernels/cuda/allocator.cpp).
 TEST_CASE("with TANDEM_NO_CUDA_MEMORY_CACHING each tensor has its own exact allocation", "[memory][nocache]") {
   const char* env = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
   if (!cuda::is_emulated() || env == nullptr || std::string(env) != "1") return;
@@ -230,7 +232,7 @@ TEST_CASE("with TANDEM_NO_CUDA_MEMORY_CACHING each tensor has its own exact allo
   int64_t allocs = stat("num_device_alloc"), frees = stat("num_device_free");
   {
     Tensor a = bytes_on(1000), b = bytes_on(3 * kMiB + 7);
-    CHECK(cuda::memory_reserved(0) == reserved0 + 1000 + 3 * kMiB + 7);
+    CHECK(cuda::memory_reserved(0) == reserved0 + 1000 + 3 * kMiB + 8);  // 7 rounds up to a word
     CHECK(cuda::memory_allocated(0) == cuda::memory_reserved(0));
     CHECK(stat("num_device_alloc") == allocs + 2);
   }

@@ -248,6 +248,26 @@ DEVICE_TEST_CASE("conv2d and pooling match PyTorch, forward and backward", "[nn]
   }
 }
 
+// With cuDNN switched off a cuDNN build takes the im2col + cuBLAS path, which
+// nothing else runs there (the simulated build and builds without cuDNN
+// always take it).
+DEVICE_TEST_CASE("conv2d matches PyTorch with cuDNN switched off (im2col + cuBLAS)", "[nn][conv][reference][im2col]") {
+  if (!device.is_cuda()) return;
+  struct Off {
+    Off() { cuda::set_cudnn_enabled(false); }
+    ~Off() { cuda::set_cudnn_enabled(true); }
+  } off;
+  CHECK_FALSE(cuda::cudnn_enabled());
+  int convs = 0;
+  for (const Case& c : cases()) {
+    if (c.op != "conv2d") continue;
+    ++convs;
+    check_case(c, device, kFloat64, true, false);
+    check_case(c, device, kFloat32, false, true);
+  }
+  CHECK(convs >= 10);
+}
+
 // float16 / bfloat16 accumulate in float32 and round once: against Tandem's
 // float64 result on the same (rounded) values.
 DEVICE_TEST_CASE("conv2d and pooling compute float16 and bfloat16 in float32", "[nn][conv][reduced]") {

@@ -109,11 +109,28 @@ __global__ void write_past_end_kernel(float* out, int64_t n) {
   if (i <= n) out[i] = 1;
 }
 
+// Each block's dynamic shared memory: what a thread found there before
+// writing (uninitialised: 0xff bytes), and its mirror thread's value after.
 __global__ void dynamic_shared_kernel(int* out) {
   TANDEM_DYNAMIC_SHARED(int, smem);
-  smem[threadIdx.x] = static_cast<int>(threadIdx.x);
+  const int before = smem[threadIdx.x];
+  smem[threadIdx.x] = static_cast<int>(blockIdx.x * 1000 + threadIdx.x);
   __syncthreads();
-  out[threadIdx.x] = smem[blockDim.x - 1 - threadIdx.x];
+  out[2 * (blockIdx.x * blockDim.x + threadIdx.x)] = before;
+  out[2 * (blockIdx.x * blockDim.x + threadIdx.x) + 1] = smem[blockDim.x - 1 - threadIdx.x];
+}
+
+// Shuffles within groups narrower than the warp, and with partial masks:
+// lanes 0-15 exchange among themselves while lanes 16-31 wait at the barrier.
+__global__ void narrow_shuffle_kernel(int* out) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32;
+  const int v = 100 + t;
+  out[3 * t + 0] = __shfl_xor_sync(0xffffffffu, v, 9, 8);  // 9 & 31 = 9: reads an earlier group of 8, or its own
+  out[3 * t + 1] = __shfl_down_sync(0xffffffffu, v, 33);   // offsets use their low five bits: 33 is 1
+  int half = -1;
+  if (lane < 16) half = __shfl_xor_sync(0x0000ffffu, v, 1);
+  __syncthreads();
+  out[3 * t + 2] = half;
 }
 
 // ---------------------------------------------------------------- helpers
@@ -145,6 +162,7 @@ std::pair<int, std::string> in_child(const std::function<void()>& f) {
   const pid_t pid = fork();
   if (pid == 0) {
     std::freopen(err.c_str(), "w", stderr);
+    alarm(120);  // a child that hangs dies, and the test fails instead of stalling
     f();
     std::_Exit(0);
   }
@@ -156,11 +174,16 @@ std::pair<int, std::string> in_child(const std::function<void()>& f) {
   return {status, s.str()};
 }
 
-constexpr bool kAsan =
 #if defined(__SANITIZE_ADDRESS__)
-    true;
+constexpr bool kAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAsan = true;
 #else
-    false;
+constexpr bool kAsan = false;
+#endif
+#else
+constexpr bool kAsan = false;
 #endif
 
 }  // namespace
@@ -269,6 +292,18 @@ TEST_CASE("warp shuffles exchange the lanes' values at the call", "[sim][shuffle
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     CHECK(to_host(sum, 1)[0] == 500500.0f);
   }
+  // Groups narrower than the warp, offsets past 31, partial masks beside a barrier.
+  TANDEM_LAUNCH(1, n, 0, nullptr, narrow_shuffle_kernel)(out);
+  TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  v = to_host(out, 3 * n);
+  for (int t = 0; t < n; ++t) {
+    INFO("thread " << t);
+    const int lane = t % 32, base = t - lane;
+    const int x = lane ^ 9;
+    CHECK(v[3 * t + 0] == 100 + (x / 8 <= lane / 8 ? base + x : t));
+    CHECK(v[3 * t + 1] == 100 + (lane + 1 < 32 ? t + 1 : t));
+    CHECK(v[3 * t + 2] == (lane < 16 ? 100 + base + (lane ^ 1) : -1));
+  }
   // A shuffle whose mask names lanes that have exited.
   TANDEM_LAUNCH(1, 32, 0, nullptr, shuffle_after_exit_kernel)(out);
   CHECK_THROWS_AS(TANDEM_CUDA_CHECK(cudaDeviceSynchronize()), CudaError);
@@ -326,11 +361,19 @@ TEST_CASE("launches the runtime refuses fail with its errors", "[sim][launch]") 
                              "launch at"));
   CHECK_THAT(sim::last_error_message(),
              Contains("launch of dynamic_shared_kernel with grid (1, 1, 1) and block (2048, 1, 1)"));
-  // The dynamic shared memory each block gets.
-  TANDEM_LAUNCH(2, 512, 512 * sizeof(int), nullptr, dynamic_shared_kernel)(out);
+  // The dynamic shared memory each block gets: uninitialised (0xff bytes) in
+  // every block, not the previous block's values, and private to it.
+  int* pairs = device_alloc<int>(2 * 2 * 512);
+  TANDEM_LAUNCH(2, 512, 512 * sizeof(int), nullptr, dynamic_shared_kernel)(pairs);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
-  std::vector<int> v = to_host(out, 512);
-  for (int t = 0; t < 512; ++t) REQUIRE(v[t] == 511 - t);
+  std::vector<int> v = to_host(pairs, 2 * 2 * 512);
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 512; ++t) {
+      INFO("block " << b << " thread " << t);
+      REQUIRE(v[2 * (b * 512 + t)] == -1);
+      REQUIRE(v[2 * (b * 512 + t) + 1] == b * 1000 + 511 - t);
+    }
+  TANDEM_CUDA_CHECK(cudaFree(pairs));
   TANDEM_CUDA_CHECK(cudaFree(out));
 }
 
@@ -534,4 +577,31 @@ TEST_CASE("under AddressSanitizer, a kernel's write past its allocation and a ho
   });
   CHECK(status != 0);
   CHECK_THAT(err, Contains("AddressSanitizer"));
+  // Not a report: a tensor freed on its stream right after a kernel that
+  // reads it was queued (the block is the kernel's until it runs).
+  std::tie(status, err) = in_child([] {
+    Tensor t = full({1000}, 2.0f, TensorOptions().device(Device(kCUDA, 0)));
+    float* out = device_alloc<float>(1000);
+    TANDEM_LAUNCH(4, 256, 0, gpu::stream_of(t), add_one_kernel)(t.data_ptr<float>(), out, 1000);
+    t = Tensor();
+    Tensor u = full({1000}, 5.0f, TensorOptions().device(Device(kCUDA, 0)));  // may take t's block, after the kernel
+    TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
+    std::_Exit(to_host(out, 1)[0] == 3.0f ? 0 : 3);
+  });
+  CHECK(status == 0);
+  CHECK(err.find("AddressSanitizer") == std::string::npos);
+}
+
+TEST_CASE("a kernel launches on a stream of the current device only", "[sim][streams]") {
+  cudaStream_t other = nullptr;
+  TANDEM_CUDA_CHECK(cudaSetDevice(1));
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  TANDEM_CUDA_CHECK(cudaSetDevice(0));
+  float* out = device_alloc<float>(256);
+  TANDEM_LAUNCH(1, 256, 0, other, fill_kernel)(out, 256, 1.0f);
+  CHECK(cudaGetLastError() == cudaErrorInvalidResourceHandle);
+  CHECK_THAT(sim::last_error_message(),
+             Contains("launch of fill_kernel on a stream of cuda:1 while cuda:0 is current"));
+  TANDEM_CUDA_CHECK(cudaStreamDestroy(other));
+  TANDEM_CUDA_CHECK(cudaFree(out));
 }

@@ -172,7 +172,11 @@ class DeviceAllocator {
   void* malloc(size_t nbytes, StreamRef stream) {
     std::lock_guard<std::mutex> lock(mu_);
     process_events();
-    size_t size = caching_ ? round_size(nbytes) : nbytes;
+    // Uncached, a block is the request rounded to a whole 32-bit word: an
+    // atomic on a byte (scatter_add of uint8 or bool) works on the aligned
+    // word that holds it, which may reach three bytes past a tensor's last
+    // one (found by the simulated GPU under ASan).
+    size_t size = caching_ ? round_size(nbytes) : (nbytes + 3) / 4 * 4;
     bool small = size <= kSmallSize;
     BlockPool& pool = small ? small_ : large_;
     Block* block = caching_ ? take_free(pool, size, stream) : nullptr;
@@ -201,7 +205,7 @@ class DeviceAllocator {
     }
     block->allocated = true;
     block->requested = nbytes;
-    sim::block_in_use(block->ptr, nbytes);
+    sim::block_in_use(block->ptr, (nbytes + 3) / 4 * 4);  // whole words, as above
     active_[block->ptr] = block;
     for (int i : {0, pool_index(small)}) {
       stats_.allocation[i].increase(1);

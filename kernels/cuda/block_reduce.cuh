@@ -63,6 +63,10 @@ __device__ __forceinline__ void store_vector(T* p, const Vector<T, N>& v) {
 // word by word.
 template <typename A>
 __device__ __forceinline__ A shfl_down(const A& v, unsigned delta, int width) {
+#if TANDEM_CUDA_SIM
+  // The simulator exchanges the words in one meeting of the lanes.
+  return ::tandem::sim::shuffle(kFullMask, v, ::tandem::sim::ShuffleKind::Down, static_cast<int>(delta), width);
+#else
   constexpr int kWords = static_cast<int>((sizeof(A) + 3) / 4);
   uint32_t w[kWords] = {};
   memcpy(w, &v, sizeof(A));
@@ -71,9 +75,13 @@ __device__ __forceinline__ A shfl_down(const A& v, unsigned delta, int width) {
   A r;
   memcpy(&r, w, sizeof(A));
   return r;
+#endif
 }
 template <typename A>
 __device__ __forceinline__ A shfl(const A& v, int src_lane, int width) {
+#if TANDEM_CUDA_SIM
+  return ::tandem::sim::shuffle(kFullMask, v, ::tandem::sim::ShuffleKind::Index, src_lane, width);
+#else
   constexpr int kWords = static_cast<int>((sizeof(A) + 3) / 4);
   uint32_t w[kWords] = {};
   memcpy(w, &v, sizeof(A));
@@ -82,6 +90,7 @@ __device__ __forceinline__ A shfl(const A& v, int src_lane, int width) {
   A r;
   memcpy(&r, w, sizeof(A));
   return r;
+#endif
 }
 
 // Combines v over the threadIdx.x of each row of the block; the result is

@@ -8,6 +8,7 @@
 // gpu::reduce. Both launch on the current stream of the output's device.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -459,7 +460,7 @@ void conv2d(const Tensor& out, const Tensor& input, const Tensor& weight, const 
   DeviceGuard guard(out.device().index());
   const ConvShape s = conv_shape(input.sizes(), weight.sizes(), out.sizes(), p);
 #if TANDEM_WITH_CUDNN
-  if (fits_cudnn(s) && forward_cudnn(out, input, weight, bias, s)) return;
+  if (cudnn_enabled() && fits_cudnn(s) && forward_cudnn(out, input, weight, bias, s)) return;
 #endif
   forward_gemm(out, input, weight, bias, s);
 }
@@ -469,7 +470,7 @@ void conv2d_backward_input(const Tensor& grad_input, const Tensor& grad_out, con
   DeviceGuard guard(grad_input.device().index());
   const ConvShape s = conv_shape(grad_input.sizes(), weight.sizes(), grad_out.sizes(), p);
 #if TANDEM_WITH_CUDNN
-  if (fits_cudnn(s) && backward_input_cudnn(grad_input, grad_out, weight, s)) return;
+  if (cudnn_enabled() && fits_cudnn(s) && backward_input_cudnn(grad_input, grad_out, weight, s)) return;
 #endif
   backward_input_gemm(grad_input, grad_out, weight, s);
 }
@@ -479,11 +480,18 @@ void conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_out, c
   DeviceGuard guard(grad_weight.device().index());
   const ConvShape s = conv_shape(input.sizes(), grad_weight.sizes(), grad_out.sizes(), p);
 #if TANDEM_WITH_CUDNN
-  if (fits_cudnn(s) && backward_weight_cudnn(grad_weight, grad_out, input, s)) return;
+  if (cudnn_enabled() && fits_cudnn(s) && backward_weight_cudnn(grad_weight, grad_out, input, s)) return;
 #endif
   backward_weight_gemm(grad_weight, grad_out, input, s);
 }
 
 const char* conv2d_implementation() { return TANDEM_WITH_CUDNN ? "cudnn" : "im2col+cublas"; }
+
+namespace {
+std::atomic<bool> g_cudnn_enabled{true};
+}  // namespace
+
+void set_cudnn_enabled(bool enabled) { g_cudnn_enabled.store(enabled, std::memory_order_relaxed); }
+bool cudnn_enabled() { return g_cudnn_enabled.load(std::memory_order_relaxed); }
 
 }  // namespace tandem::gpu

@@ -24,4 +24,9 @@ void conv2d_backward_weight(const Tensor& grad_weight, const Tensor& grad_out, c
 // "cudnn" or "im2col+cublas": which implementation this build has.
 const char* conv2d_implementation();
 
+// Whether the convolution may take cuDNN where the build has it (else, and
+// always without it, im2col + cuBLAS): cuda::set_cudnn_enabled.
+void set_cudnn_enabled(bool enabled);
+bool cudnn_enabled();
+
 }  // namespace tandem::gpu

@@ -11,4 +11,10 @@ namespace tandem::cuda {
 void set_matmul_allow_tf32(bool allow);
 bool matmul_allow_tf32();
 
+// torch.backends.cudnn.enabled: whether convolutions may run on cuDNN where
+// the build has it; off, they take the im2col + cuBLAS path that builds
+// without cuDNN (and the simulated GPU) run. On by default.
+void set_cudnn_enabled(bool enabled);
+bool cudnn_enabled();
+
 }  // namespace tandem::cuda

@@ -8,7 +8,9 @@
 // rounded once to the output type, float64 through dgemm.
 #include "kernels/cuda/sim/cublas.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,7 +62,7 @@ bool supported(cudaDataType_t a, cudaDataType_t b, cudaDataType_t c, cublasCompu
     case CUBLAS_COMPUTE_32F_FAST_TF32:
     case CUBLAS_COMPUTE_32F_FAST_16F:
     case CUBLAS_COMPUTE_32F_FAST_16BF: return a == CUDA_R_32F;
-    case CUBLAS_COMPUTE_16F: return a == CUDA_R_16F;
+    case CUBLAS_COMPUTE_16F: return false;  // half sums and __half alpha/beta: not simulated
   }
   return false;
 }
@@ -110,12 +112,20 @@ struct Gemm {
   double alpha = 1, beta = 0;
 };
 
+// Whether OpenBLAS's (32-bit) integers hold the sizes: the _64 forms may
+// pass more; the loops below take those.
+bool fits_blas(const Gemm& g) {
+  const int64_t big = std::max({g.m, g.n, g.k, g.lda, g.ldb, g.ldc});
+  return big <= std::numeric_limits<int>::max();
+}
+
 // Column-major: C (m x n), op(A) (m x k), op(B) (k x n).
 void gemm_float(const Gemm& g, const float* a, const float* b, float* c, float alpha, float beta) {
 #if TANDEM_WITH_OPENBLAS
-  cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, alpha,
-              a, g.lda, b, g.ldb, beta, c, g.ldc);
-#else
+  if (fits_blas(g))
+    return cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k,
+                       alpha, a, g.lda, b, g.ldb, beta, c, g.ldc);
+#endif
   for (int64_t j = 0; j < g.n; ++j)
     for (int64_t i = 0; i < g.m; ++i) {
       float s = 0;
@@ -124,14 +134,14 @@ void gemm_float(const Gemm& g, const float* a, const float* b, float* c, float a
       float& out = c[i + j * g.ldc];
       out = alpha * s + (beta == 0 ? 0 : beta * out);
     }
-#endif
 }
 
 void gemm_double(const Gemm& g, const double* a, const double* b, double* c) {
 #if TANDEM_WITH_OPENBLAS
-  cblas_dgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
-              a, g.lda, b, g.ldb, g.beta, c, g.ldc);
-#else
+  if (fits_blas(g))
+    return cblas_dgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k,
+                       g.alpha, a, g.lda, b, g.ldb, g.beta, c, g.ldc);
+#endif
   for (int64_t j = 0; j < g.n; ++j)
     for (int64_t i = 0; i < g.m; ++i) {
       double s = 0;
@@ -140,7 +150,6 @@ void gemm_double(const Gemm& g, const double* a, const double* b, double* c) {
       double& out = c[i + j * g.ldc];
       out = g.alpha * s + (g.beta == 0 ? 0 : g.beta * out);
     }
-#endif
 }
 
 // A stored matrix of `rows` x `cols` (column-major, leading dimension ld)

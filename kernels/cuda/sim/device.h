@@ -31,6 +31,29 @@
 #define __constant__
 #define __align__(n) alignas(n)
 
+// ---------------------------------------------------------------- vector types
+// CUDA's aligned vector types (vector_types.h) and their make_ functions.
+#define TANDEM_SIM_VECTOR(name, T, align, ...) \
+  struct alignas(align) name {                 \
+    T __VA_ARGS__;                             \
+  };
+TANDEM_SIM_VECTOR(float2, float, 8, x, y)
+TANDEM_SIM_VECTOR(float4, float, 16, x, y, z, w)
+TANDEM_SIM_VECTOR(double2, double, 16, x, y)
+TANDEM_SIM_VECTOR(int2, int, 8, x, y)
+TANDEM_SIM_VECTOR(int4, int, 16, x, y, z, w)
+TANDEM_SIM_VECTOR(uint2, unsigned, 8, x, y)
+TANDEM_SIM_VECTOR(uint4, unsigned, 16, x, y, z, w)
+TANDEM_SIM_VECTOR(longlong2, long long, 16, x, y)
+#undef TANDEM_SIM_VECTOR
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
 // ---------------------------------------------------------------- built-in variables
 extern uint3 threadIdx;
 extern uint3 blockIdx;
@@ -49,17 +72,23 @@ void sync_threads();
 void sync_warp(unsigned mask);
 
 enum class ShuffleKind : int { Index, Up, Down, Xor };
-// One 32-bit word through a warp shuffle: every lane named in mask must
-// arrive before any gets its value, as on the hardware.
-uint32_t shuffle_word(unsigned mask, uint32_t word, ShuffleKind kind, int arg, int width);
+// n (1..kShuffleWords) 32-bit words through one warp shuffle: every lane
+// named in mask must arrive before any gets its values, as on the hardware.
+inline constexpr int kShuffleWords = 8;
+void shuffle_words(unsigned mask, const uint32_t* in, uint32_t* out, int n, ShuffleKind kind, int arg, int width);
 
+// A value of any trivially copyable type, kShuffleWords words per exchange
+// (one shuffle instruction per word on a GPU; the lanes meet once here).
 template <typename T>
 T shuffle(unsigned mask, T v, ShuffleKind kind, int arg, int width) {
   static_assert(std::is_trivially_copyable_v<T>, "a shuffle moves bytes");
   constexpr int kWords = static_cast<int>((sizeof(T) + 3) / 4);
   uint32_t w[kWords] = {};
   std::memcpy(w, &v, sizeof(T));
-  for (int i = 0; i < kWords; ++i) w[i] = shuffle_word(mask, w[i], kind, arg, width);
+  for (int i = 0; i < kWords; i += kShuffleWords) {
+    const int n = kWords - i < kShuffleWords ? kWords - i : kShuffleWords;
+    shuffle_words(mask, w + i, w + i, n, kind, arg, width);
+  }
   T r;
   std::memcpy(&r, w, sizeof(T));
   return r;

@@ -40,6 +40,7 @@ struct CUstream_st {
   std::deque<std::function<void()>> queue;
   uint64_t queued = 0;    // operations ever queued
   uint64_t executed = 0;  // operations taken from the queue
+  bool destroyed = false;
 };
 
 namespace tandem::sim {
@@ -88,6 +89,7 @@ struct Sim {
   std::map<uintptr_t, size_t> pinned;
   std::map<uintptr_t, size_t> blocks_in_use;    // the caching allocator's, with their requested sizes
   std::map<const void*, int> max_dynamic_smem;  // cudaFuncSetAttribute
+  std::vector<CUstream_st*> retired_streams;    // destroyed, kept for the events that name them
   bool eager = false;
   Schedule schedule = Schedule::Shuffle;
   uint64_t seed = 0;
@@ -219,20 +221,35 @@ bool is_pinned(const void* p, size_t n) {
   return a >= it->first && a + n <= it->first + it->second;
 }
 
+// The caching allocator's blocks in use, with their requested sizes, as
+// they were when a piece of work was queued: the blocks it may touch when it
+// runs (a block freed after the work was queued, on its stream, is still the
+// work's). Only under AddressSanitizer; null otherwise.
+using Blocks = std::vector<std::pair<uintptr_t, size_t>>;
+std::shared_ptr<const Blocks> blocks_now() {
+#if TANDEM_SIM_ASAN
+  return std::make_shared<const Blocks>(sim().blocks_in_use.begin(), sim().blocks_in_use.end());
+#else
+  return nullptr;
+#endif
+}
+
 // Device memory is poisoned for host code under AddressSanitizer; the
 // simulated device itself (kernels, copies) opens it while it works.
 class DeviceAccess {
  public:
-  DeviceAccess() {
+  explicit DeviceAccess(const std::shared_ptr<const Blocks>& blocks = blocks_now()) {
 #if TANDEM_SIM_ASAN
     if (depth_++ == 0) {
-      // What the program may touch: whole cudaMalloc allocations (their
+      // What the work may touch: whole cudaMalloc allocations (their
       // requested bytes), and in the caching allocator's segments the blocks
-      // in use (theirs).
+      // in use when it was queued (theirs).
       for (auto& [base, a] : sim().device_memory)
         if (!a.managed) __asan_unpoison_memory_region(reinterpret_cast<void*>(base), a.requested);
-      for (auto& [p, n] : sim().blocks_in_use) __asan_unpoison_memory_region(reinterpret_cast<void*>(p), n);
+      for (auto& [p, n] : *blocks) __asan_unpoison_memory_region(reinterpret_cast<void*>(p), n);
     }
+#else
+    (void)blocks;
 #endif
   }
   ~DeviceAccess() {
@@ -249,6 +266,15 @@ class DeviceAccess {
   static inline int depth_ = 0;
 #endif
 };
+
+// Queues work that touches device memory: it runs with the memory open that
+// was in use when it was queued.
+void enqueue_memory(CUstream_st* s, std::function<void()> op) {
+  enqueue(s, [blocks = blocks_now(), op = std::move(op)] {
+    DeviceAccess open(blocks);
+    op();
+  });
+}
 
 }  // namespace
 
@@ -301,10 +327,7 @@ void block_free(void* ptr) {
 
 void enqueue_device_work(cudaStream_t stream, std::function<void()> work) {
   std::lock_guard<std::recursive_mutex> lock(sim().mu);
-  enqueue(resolve(stream), [work = std::move(work)] {
-    DeviceAccess open;
-    work();
-  });
+  enqueue_memory(resolve(stream), std::move(work));
 }
 
 bool in_device_memory(const void* p, size_t n) {
@@ -356,17 +379,22 @@ void launch(const LaunchConfig& c, std::function<void()> thread) {
     return;
   }
   CUstream_st* st = resolve(c.stream);
+  if (st->device != t_device || st->destroyed) {
+    // A kernel launches on a stream of the current device only.
+    s.last_message = tandem::detail::str_cat(
+        "launch of ", c.name, " on ",
+        st->destroyed ? "a destroyed stream" : "a stream of cuda:", st->destroyed ? "" : std::to_string(st->device),
+        st->destroyed ? "" : tandem::detail::str_cat(" while cuda:", t_device, " is current"));
+    fail(cudaErrorInvalidResourceHandle);
+    return;
+  }
   const uint64_t number = s.launches++;
   ++s.counters.launches;
-  enqueue(st, [c, thread = std::move(thread), number, st] {
+  enqueue_memory(st, [c, thread = std::move(thread), number, st] {
     Sim& s = sim();
     const int previous = t_device;
     t_device = st->device;
-    std::string error;
-    {
-      DeviceAccess open;
-      error = run_launch(c, thread, number, s.schedule, s.seed);
-    }
+    const std::string error = run_launch(c, thread, number, s.schedule, s.seed);
     t_device = previous;
     if (!error.empty()) {
       Device& dev = s.devices[static_cast<size_t>(st->device)];
@@ -561,9 +589,10 @@ cudaError_t cudaFree(void* ptr) {
 #if TANDEM_SIM_ASAN
   __asan_unpoison_memory_region(ptr, it->second.size);
 #endif
+  const int device = it->second.device;
   sim().device_memory.erase(it);
   std::free(ptr);
-  return cudaSuccess;
+  return take_pending(device);  // it waited for the device: its errors are reported here
 }
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
@@ -602,10 +631,17 @@ namespace {
 
 // Checks a copy's pointers against its kind: device sides must lie inside
 // one allocation, host sides outside all of them.
-cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, int* device) {
+cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind& kind, int* device) {
+  if (kind == cudaMemcpyDefault) {
+    // Unified addressing: the pointers say which side is which.
+    const bool d = find_device(dst, n) != nullptr, s = find_device(src, n) != nullptr;
+    kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  }
   const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice)
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice &&
+      kind != cudaMemcpyHostToHost)
     return cudaErrorInvalidMemcpyDirection;
   const Allocation* d = find_device(dst, n);
   const Allocation* s = find_device(src, n);
@@ -653,10 +689,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
     // From pageable memory the runtime stages the source before it returns.
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
                                                                static_cast<const unsigned char*>(src) + n);
-    enqueue(s, [dst, staged, n] { raw_copy(dst, staged->data(), n); });
+    enqueue_memory(s, [dst, staged, n] { std::memcpy(dst, staged->data(), n); });
     return cudaSuccess;
   }
-  enqueue(s, [dst, src, n] { raw_copy(dst, src, n); });
+  enqueue_memory(s, [dst, src, n] { std::memcpy(dst, src, n); });
   if (kind == cudaMemcpyDeviceToHost && !is_pinned(dst, n)) {
     // To pageable memory it returns once the copy is done.
     ++sim().counters.synchronizations;
@@ -681,10 +717,14 @@ cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_d
   CUstream_st* dst_legacy = sim().devices[static_cast<size_t>(dst_device)].legacy.get();
   const uint64_t src_position = src_legacy->queued;
   ++sim().counters.copies;
-  enqueue(dst_legacy, [=] {
+  enqueue(dst_legacy, [=, blocks = blocks_now()] {
     run_until(src_legacy, src_position);
-    raw_copy(dst, src, n);
+    DeviceAccess open(blocks);
+    std::memcpy(dst, src, n);
   });
+  // Later work on the source device's legacy stream comes after the copy.
+  const uint64_t copy_position = dst_legacy->queued;
+  enqueue(src_legacy, [dst_legacy, copy_position] { run_until(dst_legacy, copy_position); });
   return cudaSuccess;
 }
 
@@ -695,10 +735,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t n, cudaStream_t stream)
     sim().last_message = tandem::detail::str_cat("cudaMemset of ", n, " bytes outside any device allocation");
     return fail(cudaErrorInvalidValue);
   }
-  enqueue(resolve(stream), [ptr, value, n] {
-    DeviceAccess open;
-    std::memset(ptr, value, n);
-  });
+  enqueue_memory(resolve(stream), [ptr, value, n] { std::memset(ptr, value, n); });
   return cudaSuccess;
 }
 
@@ -729,7 +766,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   run_all(stream);  // its work still runs, as on a GPU
   auto& v = sim().devices[static_cast<size_t>(stream->device)].streams;
   v.erase(std::remove(v.begin(), v.end(), stream), v.end());
-  delete stream;
+  // Not deleted: events recorded on it and waits queued elsewhere may still
+  // name it (a destroyed stream's events stay valid in CUDA).
+  stream->destroyed = true;
+  sim().retired_streams.push_back(stream);
   return cudaSuccess;
 }
 

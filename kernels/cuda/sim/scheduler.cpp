@@ -21,7 +21,9 @@
 #include "kernels/cuda/sim/device.h"
 #include "tensor/core/errors.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TANDEM_SIM_ASAN)
+// Set by meson: this file is built without instrumentation, for kernels that have it.
+#elif defined(__SANITIZE_ADDRESS__)
 #define TANDEM_SIM_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -217,11 +219,12 @@ struct Thread {
   Fiber* fiber = nullptr;
   // A shuffle in progress: what the thread gave, what it asked for, what it got.
   unsigned mask = 0;
-  uint32_t word = 0;
+  int nwords = 0;
+  uint32_t words[kShuffleWords] = {};
   ShuffleKind kind = ShuffleKind::Index;
   int arg = 0;
   int width = 32;
-  uint32_t result = 0;
+  uint32_t results[kShuffleWords] = {};
 };
 
 struct Block {
@@ -234,13 +237,27 @@ struct Block {
   std::vector<int> runnable;  // run from the back
   int done = 0;
   int phase = 0;
+  int at_barrier = 0;             // threads waiting at __syncthreads()
+  std::vector<int> warp_waiting;  // per warp: lanes waiting at a shuffle or __syncwarp()
+  std::vector<int> full_warps;    // warps whose every lane waits there: to open first
   std::string error;
 };
 
 Block* g_block = nullptr;
 int g_current = -1;
 Schedule g_schedule = Schedule::Shuffle;
-std::mt19937_64 g_rng;
+// SplitMix64: the schedule's random numbers (a permutation per barrier and
+// per warp exchange; mt19937 cost more than the exchange itself).
+struct SplitMix {
+  uint64_t state = 0;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+SplitMix g_rng;
 std::vector<std::unique_ptr<Fiber>> g_fibers;
 std::vector<Fiber*> g_idle;
 std::vector<unsigned char> g_dynamic_smem;
@@ -255,13 +272,18 @@ void set_builtins(int t) {
 
 // Puts `ids` in the order this phase runs them: the scheduler takes
 // runnable threads from the back.
-void order(std::vector<int>& ids) {
+template <typename It>
+void order(It first, It last) {
   switch (g_schedule) {
-    case Schedule::Forward: std::sort(ids.begin(), ids.end(), std::greater<>()); break;
-    case Schedule::Reverse: std::sort(ids.begin(), ids.end()); break;
-    case Schedule::Shuffle: std::shuffle(ids.begin(), ids.end(), g_rng); break;
+    case Schedule::Forward: std::sort(first, last, std::greater<>()); break;
+    case Schedule::Reverse: std::sort(first, last); break;
+    case Schedule::Shuffle:
+      for (auto n = last - first; n > 1; --n)
+        std::swap(first[n - 1], first[static_cast<std::ptrdiff_t>(g_rng.next() % static_cast<uint64_t>(n))]);
+      break;
   }
 }
+void order(std::vector<int>& ids) { order(ids.begin(), ids.end()); }
 
 void fiber_main(Fiber* f) {
 #if TANDEM_SIM_ASAN
@@ -280,6 +302,8 @@ void fiber_main(Fiber* f) {
         (*b.body)();
       } catch (const std::exception& e) {  // device code cannot throw; a host function called from it can
         if (b.error.empty()) b.error = detail::str_cat("thread ", t, " threw: ", e.what());
+      } catch (...) {
+        if (b.error.empty()) b.error = detail::str_cat("thread ", t, " threw");
       }
       th.state = State::Done;
       ++b.done;
@@ -293,8 +317,15 @@ void fiber_main(Fiber* f) {
 void park(State state) {
   TANDEM_INTERNAL_ASSERT(g_block != nullptr && g_current >= 0,
                          "__syncthreads() or a warp shuffle outside a simulated kernel");
-  Thread& th = g_block->threads[static_cast<size_t>(g_current)];
+  Block& b = *g_block;
+  Thread& th = b.threads[static_cast<size_t>(g_current)];
   th.state = state;
+  if (state == State::AtBarrier) {
+    ++b.at_barrier;
+  } else {
+    const int w = g_current / 32;
+    if (++b.warp_waiting[static_cast<size_t>(w)] == std::min(32, b.n - w * 32)) b.full_warps.push_back(w);
+  }
   ++g_stats.fiber_switches;
   leave_fiber(th.fiber);
 }
@@ -321,79 +352,111 @@ const char* state_name(State s) {
 }
 
 // The source lane of a shuffle by lane `lane` (of its warp), or -1 when the
-// lane keeps its own value.
+// lane keeps its own value. Offsets use their low five bits, as the
+// hardware; a lane may read from an earlier group of `width` lanes with xor,
+// not from a later one.
 int source_lane(const Thread& th, int lane) {
   const int w = th.width;
   const int segment = lane / w * w;
+  const int d = th.arg & 31;
   switch (th.kind) {
-    case ShuffleKind::Index: return segment + ((th.arg % w) + w) % w;
-    case ShuffleKind::Down: return lane % w + th.arg < w ? lane + th.arg : -1;
-    case ShuffleKind::Up: return lane % w >= th.arg ? lane - th.arg : -1;
+    case ShuffleKind::Index: return segment + (th.arg & (w - 1));
+    case ShuffleKind::Down: return lane % w + d < w ? lane + d : -1;
+    case ShuffleKind::Up: return lane % w >= d ? lane - d : -1;
     case ShuffleKind::Xor: {
-      const int s = lane ^ th.arg;
-      return s / w == lane / w ? s : -1;
+      const int s = lane ^ d;
+      return s / w <= lane / w ? s : -1;
     }
   }
   return -1;
 }
 
-// Opens the warps whose every lane waits at a shuffle or __syncwarp; returns
-// whether one opened, or sets b.error when a warp cannot open.
-bool release_warps(Block& b) {
-  bool any = false;
-  const int warps = (b.n + 31) / 32;
-  for (int w = 0; w < warps; ++w) {
-    const int first = w * 32, last = std::min(b.n, first + 32);
-    int waiting = 0, exited = 0, elsewhere = 0;
-    for (int t = first; t < last; ++t) {
-      const State s = b.threads[static_cast<size_t>(t)].state;
-      if (s == State::AtShuffle || s == State::AtWarpSync) {
-        ++waiting;
-      } else if (s == State::Done) {
-        ++exited;
-      } else {
-        ++elsewhere;
-      }
-    }
-    if (waiting == 0 || elsewhere > 0) continue;  // nothing to open, or lanes still to come
-    // Every lane is here or has exited: each named lane must be here.
+bool waiting_in_warp(State s) { return s == State::AtShuffle || s == State::AtWarpSync; }
+
+// Opens the lanes of warp w waiting at a shuffle or __syncwarp() whose masks
+// name only lanes waiting at the same kind of call; returns whether any
+// opened, or sets b.error when a lane can never open.
+bool release_warp(Block& b, int w) {
+  const int first = w * 32, last = std::min(b.n, first + 32);
+  bool ready[32] = {};
+  int count = 0;
+  // The common case: a whole warp at one kind of call, every mask full.
+  bool whole = last - first == 32;
+  for (int t = first; t < last && whole; ++t) {
+    const Thread& th = b.threads[static_cast<size_t>(t)];
+    whole =
+        th.state == b.threads[static_cast<size_t>(first)].state && waiting_in_warp(th.state) && th.mask == 0xffffffffu;
+  }
+  if (whole) {
+    std::fill(std::begin(ready), std::end(ready), true);
+    count = 32;
+  } else {
     for (int t = first; t < last; ++t) {
       const Thread& th = b.threads[static_cast<size_t>(t)];
-      if (th.state != State::AtShuffle && th.state != State::AtWarpSync) continue;
+      if (!waiting_in_warp(th.state)) continue;
+      ready[t - first] = true;
       for (int l = 0; l < 32; ++l) {
         if (!((th.mask >> l) & 1u)) continue;
         const int other = first + l;
-        if (other >= last || b.threads[static_cast<size_t>(other)].state != th.state) {
+        const State os = other < last ? b.threads[static_cast<size_t>(other)].state : State::Done;
+        if (other >= last || os == State::Done) {
           b.error = detail::str_cat("thread ", t, " (warp ", w, ", lane ", t - first, ") waits ", state_name(th.state),
                                     " with mask 0x", std::hex, th.mask, std::dec, ", which names lane ", l,
-                                    ", and that lane ",
-                                    other >= last ? "is not in the block" : state_name(b.threads[other].state));
+                                    ", and that lane ", other >= last ? "is not in the block" : "exited");
           return false;
         }
+        if (os != th.state) ready[t - first] = false;  // still to come (or elsewhere: a deadlock, found later)
       }
-      if (th.state == State::AtShuffle) {
-        const int src = source_lane(th, t - first);
-        if (src >= 0 && !((th.mask >> src) & 1u)) {
-          b.error = detail::str_cat("thread ", t, " shuffles from lane ", src, ", which its mask 0x", std::hex, th.mask,
-                                    std::dec, " does not name");
-          return false;
-        }
-      }
+      count += ready[t - first];
     }
-    std::vector<int> released;
-    for (int t = first; t < last; ++t) {
-      Thread& th = b.threads[static_cast<size_t>(t)];
-      if (th.state != State::AtShuffle && th.state != State::AtWarpSync) continue;
-      if (th.state == State::AtShuffle) {
-        const int src = source_lane(th, t - first);
-        th.result = src < 0 ? th.word : b.threads[static_cast<size_t>(first + src)].word;
-      }
-      released.push_back(t);
+  }
+  if (count == 0) return false;
+  for (int t = first; t < last; ++t) {
+    const Thread& th = b.threads[static_cast<size_t>(t)];
+    if (!ready[t - first] || th.state != State::AtShuffle) continue;
+    const int src = source_lane(th, t - first);
+    if (src < 0) continue;
+    const Thread& from = b.threads[static_cast<size_t>(first + src)];
+    if (!((th.mask >> src) & 1u) || !ready[src] || from.state != State::AtShuffle || from.nwords != th.nwords) {
+      b.error =
+          detail::str_cat("thread ", t, " (warp ", w, ", lane ", t - first, ") shuffles from lane ", src, ", which ",
+                          !((th.mask >> src) & 1u) ? "its mask does not name" : "is not in the same shuffle");
+      return false;
     }
-    for (int t : released) b.threads[static_cast<size_t>(t)].state = State::Runnable;
-    order(released);
-    b.runnable.insert(b.runnable.end(), released.begin(), released.end());
-    any = true;
+  }
+  // Every result first: a lane's words are read by others.
+  for (int t = first; t < last; ++t) {
+    Thread& th = b.threads[static_cast<size_t>(t)];
+    if (!ready[t - first] || th.state != State::AtShuffle) continue;
+    const int src = source_lane(th, t - first);
+    const Thread& from = src < 0 ? th : b.threads[static_cast<size_t>(first + src)];
+    for (int k = 0; k < th.nwords; ++k) th.results[k] = from.words[k];
+  }
+  const size_t before = b.runnable.size();
+  for (int t = first; t < last; ++t) {
+    if (!ready[t - first]) continue;
+    b.threads[static_cast<size_t>(t)].state = State::Runnable;
+    b.runnable.push_back(t);
+  }
+  b.warp_waiting[static_cast<size_t>(w)] -= count;
+  order(b.runnable.begin() + static_cast<std::ptrdiff_t>(before), b.runnable.end());
+  return true;
+}
+
+// The warps whose every lane has arrived first; then any warp (partial masks).
+bool release_warps(Block& b) {
+  bool any = false;
+  while (!b.full_warps.empty()) {
+    const int w = b.full_warps.back();
+    b.full_warps.pop_back();
+    any |= release_warp(b, w);
+    if (!b.error.empty()) return false;
+  }
+  if (any) return true;
+  for (int w = 0; w < (b.n + 31) / 32; ++w) {
+    if (b.warp_waiting[static_cast<size_t>(w)] == 0) continue;
+    any |= release_warp(b, w);
+    if (!b.error.empty()) return false;
   }
   return any;
 }
@@ -403,11 +466,10 @@ bool release_warps(Block& b) {
 // __syncthreads() that not every thread reaches undefined (the hardware
 // happens to count exited threads; code that relies on it is reported).
 bool release_barrier(Block& b) {
+  if (b.at_barrier != b.n) return false;
+  b.at_barrier = 0;
   std::vector<int> released;
-  for (int t = 0; t < b.n; ++t) {
-    if (b.threads[static_cast<size_t>(t)].state != State::AtBarrier) return false;
-    released.push_back(t);
-  }
+  for (int t = 0; t < b.n; ++t) released.push_back(t);
   if (released.empty()) return false;
   for (int t : released) b.threads[static_cast<size_t>(t)].state = State::Runnable;
   order(released);
@@ -480,26 +542,34 @@ void sync_warp(unsigned mask) {
   park(State::AtWarpSync);
 }
 
-uint32_t shuffle_word(unsigned mask, uint32_t word, ShuffleKind kind, int arg, int width) {
+void shuffle_words(unsigned mask, const uint32_t* in, uint32_t* out, int n, ShuffleKind kind, int arg, int width) {
   TANDEM_INTERNAL_ASSERT(g_block != nullptr && g_current >= 0, "a warp shuffle outside a simulated kernel");
+  TANDEM_INTERNAL_ASSERT(n >= 1 && n <= kShuffleWords, "shuffle of ", n, " words");
   Thread& th = g_block->threads[static_cast<size_t>(g_current)];
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) {
+    // The block stops at this shuffle (run_block sees the error).
+    if (g_block->error.empty())
+      g_block->error = detail::str_cat("thread ", g_current, " shuffles with width ", width,
+                                       ", which is not a power of two from 1 to 32");
+    width = 32;
+  }
   th.mask = mask;
-  th.word = word;
+  th.nwords = n;
+  std::memcpy(th.words, in, sizeof(uint32_t) * static_cast<size_t>(n));
   th.kind = kind;
   th.arg = arg;
   th.width = width;
   park(State::AtShuffle);
-  return g_block->threads[static_cast<size_t>(g_current)].result;
+  std::memcpy(out, g_block->threads[static_cast<size_t>(g_current)].results, sizeof(uint32_t) * static_cast<size_t>(n));
 }
 
 std::string run_launch(const LaunchConfig& c, const std::function<void()>& thread, uint64_t launch_number,
                        Schedule schedule, uint64_t seed) {
   g_schedule = schedule;
-  g_rng.seed(seed * 0x9E3779B97F4A7C15ull + launch_number);
+  g_rng.state = seed * 0x9E3779B97F4A7C15ull + launch_number;
   gridDim = c.grid;
   blockDim = c.block;
-  // Uninitialised, as on a GPU: a pattern that is NaN in every float type.
-  g_dynamic_smem.assign(std::max<size_t>(c.dynamic_smem, 16), 0xff);
+  g_dynamic_smem.resize(std::max<size_t>(c.dynamic_smem, 16));
 
   Block b;
   b.body = &thread;
@@ -521,6 +591,9 @@ std::string run_launch(const LaunchConfig& c, const std::function<void()>& threa
     blockIdx.y = static_cast<unsigned>((k / gx) % gy);
     blockIdx.z = static_cast<unsigned>(k / (gx * gy));
     for (Thread& th : b.threads) th = Thread{};
+    // Uninitialised, as on a GPU: a pattern that is NaN in every float
+    // type, afresh for each block.
+    std::fill(g_dynamic_smem.begin(), g_dynamic_smem.end(), static_cast<unsigned char>(0xff));
     b.start_order = base;
     order(b.start_order);
     std::reverse(b.start_order.begin(), b.start_order.end());  // taken from the front
@@ -528,6 +601,9 @@ std::string run_launch(const LaunchConfig& c, const std::function<void()>& threa
     b.runnable.clear();
     b.done = 0;
     b.phase = 0;
+    b.at_barrier = 0;
+    b.warp_waiting.assign(static_cast<size_t>((b.n + 31) / 32), 0);
+    b.full_warps.clear();
     g_block = &b;
     const bool ok = run_block(b);
     ++g_stats.blocks;
