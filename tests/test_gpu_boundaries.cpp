@@ -81,9 +81,12 @@ Tensor coarse(IntArrayRef shape, Dtype dt, uint64_t seed, double lo = -4, double
 }
 
 // A cpu tensor whose elements no kernel writes: NaN in the floats (which
-// matches no expected value), bytes 0xA5 otherwise (not a bool's 0 or 1).
+// matches no expected value), bytes 0xA5 in the integers, true in bool (a
+// byte that is neither 0 nor 1 is undefined behaviour to read as a bool:
+// UBSan in the sanitizer build says so).
 Tensor poison(IntArrayRef shape, Dtype dt) {
   if (is_floating_point(dt)) return full(shape, std::numeric_limits<double>::quiet_NaN(), dt);
+  if (dt == kBool) return full(shape, true, dt);
   Tensor t = empty(shape, dt);
   if (t.nbytes() > 0) std::memset(t.data_ptr(), 0xA5, t.nbytes());
   return t;
