@@ -16,23 +16,10 @@
 #include <vector>
 
 #include "kernels/cuda/emulation.h"
+#include "kernels/cuda/sim/asan.h"
 #include "kernels/cuda/sim/hooks.h"
 #include "kernels/cuda/sim/scheduler.h"
 #include "tensor/core/errors.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TANDEM_SIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TANDEM_SIM_ASAN 1
-#endif
-#endif
-#ifndef TANDEM_SIM_ASAN
-#define TANDEM_SIM_ASAN 0
-#endif
-#if TANDEM_SIM_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 struct CUstream_st {
   int device = 0;

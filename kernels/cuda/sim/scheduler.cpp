@@ -18,25 +18,9 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/sim/asan.h"
 #include "kernels/cuda/sim/device.h"
 #include "tensor/core/errors.h"
-
-#if defined(TANDEM_SIM_ASAN)
-// Set by meson: this file is built without instrumentation, for kernels that have it.
-#elif defined(__SANITIZE_ADDRESS__)
-#define TANDEM_SIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TANDEM_SIM_ASAN 1
-#endif
-#endif
-#ifndef TANDEM_SIM_ASAN
-#define TANDEM_SIM_ASAN 0
-#endif
-#if TANDEM_SIM_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
