@@ -7,30 +7,10 @@ namespace tandem::autograd {
 GradList apply_rule(Node& node, const Tensor& grad) {
   switch (node.op) {
     case GradOp::AccumulateGrad: break;  // the engine accumulates; never a rule
-    case GradOp::Neg:
-    case GradOp::Abs:
-    case GradOp::Exp:
-    case GradOp::Log:
-    case GradOp::Log1p:
-    case GradOp::Sqrt:
-    case GradOp::Rsqrt:
-    case GradOp::Sin:
-    case GradOp::Cos:
-    case GradOp::Tanh:
-    case GradOp::Sigmoid:
-    case GradOp::Relu:
-    case GradOp::Gelu:
-    case GradOp::Silu:
-    case GradOp::Erf:
-    case GradOp::PowScalar:
-    case GradOp::Clamp:
-    case GradOp::Add:
-    case GradOp::Sub:
-    case GradOp::Mul:
-    case GradOp::Div:
-    case GradOp::Pow:
-    case GradOp::Maximum:
-    case GradOp::Minimum:
+#define X(Name, ...) case GradOp::Name:
+      TANDEM_UNARY_OPS(X) return unary_backward(unary_op(node.op), node, grad);
+      TANDEM_ARITHMETIC_OPS(X) return binary_backward(binary_op(node.op), node, grad);
+#undef X
     case GradOp::Where:
     case GradOp::MaskedFill:
     case GradOp::Fill:

@@ -1,12 +1,17 @@
 // Derivative rules of the elementwise ops and conversions. grad: the gradient
 // of the output; the engine sums a result back to a broadcast input's shape
 // and converts it to the input's dtype, so rules stay in the output's shape.
+// The op table's unary and binary rules switch without a default: an op of
+// tensor/core/op_table.h without its derivative here fails to compile.
 #include <cmath>
+#include <variant>
 
 #include "autograd/rules.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
@@ -44,81 +49,91 @@ bool fused(const Tensor& grad, const Tensor& saved) {
 
 }  // namespace
 
-GradList elementwise_backward(Node& node, const Tensor& grad) {
-  auto saved = [&](size_t i) { return node.saved_tensor(i); };
-  auto need = [&](size_t i) { return node.needs_input_grad(i); };
-  switch (node.op) {
-    case GradOp::Neg: return {-grad};
-    case GradOp::Abs: return {grad * sign_of(saved(0))};
-    case GradOp::Exp: return {grad * saved(0)};  // saved: output
-    case GradOp::Log: return {grad / saved(0)};
-    case GradOp::Log1p: return {grad / (saved(0) + 1)};
-    case GradOp::Sqrt: return {grad / (saved(0) * 2)};           // saved: output
-    case GradOp::Rsqrt: return {grad * saved(0).pow(3) * -0.5};  // saved: output
-    case GradOp::Sin: return {grad * cos(saved(0))};
-    case GradOp::Cos: return {-grad * sin(saved(0))};
-    case GradOp::Tanh: {
-      Tensor y = saved(0);  // output
-      if (fused(grad, y)) return {detail::tanh_backward(grad, y)};
-      return {grad * (1 - y * y)};
+GradList unary_backward(UnaryOp op, Node& node, const Tensor& grad) {
+  const UnaryParams& params = node.params<UnaryParams>();
+  Tensor saved;  // what the op table's keeps column says: the input or the output
+  if (unary_keeps(op) != Keep::Nothing) saved = node.saved_tensor(0);
+  if (auto backward = fused_backward(op); backward && fused(grad, saved))
+    return {detail::activation_backward(*backward, grad, saved, params)};
+  // The composite formulas: what runs under create_graph (and for a root
+  // gradient of another dtype), recorded for the next derivative.
+  switch (op) {
+    case UnaryOp::Neg: return {-grad};
+    case UnaryOp::Abs: return {grad * sign_of(saved)};
+    case UnaryOp::Exp: return {grad * saved};  // saved: output
+    case UnaryOp::Log: return {grad / saved};
+    case UnaryOp::Log1p: return {grad / (saved + 1)};
+    case UnaryOp::Sqrt: return {grad / (saved * 2)};           // saved: output
+    case UnaryOp::Rsqrt: return {grad * saved.pow(3) * -0.5};  // saved: output
+    case UnaryOp::Sin: return {grad * cos(saved)};
+    case UnaryOp::Cos: return {-grad * sin(saved)};
+    case UnaryOp::Tanh: return {grad * (1 - saved * saved)};     // saved: output
+    case UnaryOp::Sigmoid: return {grad * saved * (1 - saved)};  // saved: output
+    case UnaryOp::Relu: return {where(saved.gt(0), grad, 0.0)};  // saved: output; 0 at 0, as PyTorch
+    case UnaryOp::Gelu: return {grad * gelu_derivative(saved, "none")};
+    case UnaryOp::GeluTanh: return {grad * gelu_derivative(saved, "tanh")};
+    case UnaryOp::Silu: {
+      Tensor s = sigmoid(saved);
+      return {grad * s * (saved * (1 - s) + 1)};
     }
-    case GradOp::Sigmoid: {
-      Tensor y = saved(0);  // output
-      if (fused(grad, y)) return {detail::sigmoid_backward(grad, y)};
-      return {grad * y * (1 - y)};
-    }
-    case GradOp::Relu: {
-      Tensor y = saved(0);  // output; the gradient is 0 at 0, as PyTorch
-      if (fused(grad, y)) return {detail::relu_backward(grad, y)};
-      return {where(y.gt(0), grad, 0.0)};
-    }
-    case GradOp::Gelu: {
-      Tensor x = saved(0);
-      if (fused(grad, x)) return {detail::gelu_backward(grad, x, node.str)};
-      return {grad * gelu_derivative(x, node.str)};
-    }
-    case GradOp::Silu: {
-      Tensor x = saved(0);
-      if (fused(grad, x)) return {detail::silu_backward(grad, x)};
-      Tensor s = sigmoid(x);
-      return {grad * s * (x * (1 - s) + 1)};
-    }
-    case GradOp::Erf: {
-      Tensor x = saved(0);
-      return {grad * exp(-(x * x)) * kTwoOverSqrtPi};
-    }
-    case GradOp::PowScalar: {
-      const Scalar& p = node.scalars[0];
+    case UnaryOp::Erf: return {grad * exp(-(saved * saved)) * kTwoOverSqrtPi};
+    case UnaryOp::PowScalar: {
+      const Scalar& p = std::get<PowScalarParams>(params).exponent;
       if (p.to_double() == 0) return {zeros_like(grad)};
-      Tensor x = saved(0);
-      return {grad * x.pow(Scalar(p.to_double() - 1)) * p};
+      return {grad * saved.pow(Scalar(p.to_double() - 1)) * p};
     }
-    case GradOp::Clamp: {
+    case UnaryOp::Clamp: {
       // Gradient passes where min <= x <= max (at a bound too), as PyTorch.
-      Tensor x = saved(0);
+      const ClampParams& c = std::get<ClampParams>(params);
       Tensor g = grad;
-      if (node.ints[0]) g = where(x.lt(node.scalars[0]), 0.0, g);
-      if (node.ints[1]) g = where(x.gt(node.scalars[1]), 0.0, g);
+      if (c.min) g = where(saved.lt(*c.min), 0.0, g);
+      if (c.max) g = where(saved.gt(*c.max), 0.0, g);
       return {g};
     }
-    case GradOp::Add:
-    case GradOp::Sub: {
+    case UnaryOp::LeakyRelu: {  // slope at 0, as PyTorch
+      double slope = std::get<LeakyReluParams>(params).negative_slope;
+      return {where(saved.gt(0), grad, grad * slope)};
+    }
+    case UnaryOp::Elu: {
+      // The exponential of min(x, 0): the branch where() drops must not
+      // overflow, or its zero gradient times inf is NaN at the next order.
+      const EluParams& e = std::get<EluParams>(params);
+      Tensor negative = grad * exp(clamp_max(saved, 0) * e.input_scale) * (e.scale * e.alpha * e.input_scale);
+      return {where(saved.le(0), negative, grad * e.scale)};
+    }
+    case UnaryOp::Softplus: {
+      // sigmoid(beta x) is exp(beta x) / (exp(beta x) + 1) without overflow.
+      const SoftplusParams& sp = std::get<SoftplusParams>(params);
+      Tensor bx = saved * sp.beta;
+      return {where(bx.gt(sp.threshold), grad, grad * sigmoid(bx))};
+    }
+  }
+  TANDEM_INTERNAL_ASSERT(false, "unary_backward: op ", static_cast<int>(op), " is not in the op table");
+  return {};
+}
+
+GradList binary_backward(BinaryOp op, Node& node, const Tensor& grad) {
+  auto saved = [&](size_t i) { return node.saved_tensor(i); };
+  auto need = [&](size_t i) { return node.needs_input_grad(i); };
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub: {
       // scalars: {alpha}
       double alpha = node.scalars[0].to_double();
-      double sign = node.op == GradOp::Sub ? -1.0 : 1.0;
+      double sign = op == BinaryOp::Sub ? -1.0 : 1.0;
       Tensor grad_b;
       if (need(1)) grad_b = alpha * sign == 1.0 ? grad : grad * (alpha * sign);
       return {need(0) ? grad : Tensor(), grad_b};
     }
-    case GradOp::Mul:  // saved: {a if b needs grad, b if a needs grad}
+    case BinaryOp::Mul:  // saved: {a if b needs grad, b if a needs grad}
       return {need(0) ? grad * saved(1) : Tensor(), need(1) ? grad * saved(0) : Tensor()};
-    case GradOp::Div: {  // saved: {a if b needs grad, b}
+    case BinaryOp::Div: {  // saved: {a if b needs grad, b}
       Tensor b = saved(1);
       Tensor grad_a = need(0) ? grad / b : Tensor();
       Tensor grad_b = need(1) ? -grad * saved(0) / (b * b) : Tensor();
       return {grad_a, grad_b};
     }
-    case GradOp::Pow: {  // saved: {a, b}; out = a^b
+    case BinaryOp::Pow: {  // saved: {a, b}; out = a^b
       Tensor a = saved(0), b = saved(1);
       Tensor grad_a, grad_b;
       // b * a^(b-1), taken as 0 where b == 0 (also at a == 0).
@@ -130,14 +145,27 @@ GradList elementwise_backward(Node& node, const Tensor& grad) {
       }
       return {grad_a, grad_b};
     }
-    case GradOp::Maximum:
-    case GradOp::Minimum: {  // saved: {a, b}; a tie splits the gradient in half
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {  // saved: {a, b}; a tie splits the gradient in half
       Tensor a = saved(0), b = saved(1);
-      Tensor a_wins = node.op == GradOp::Maximum ? a.gt(b) : a.lt(b);
-      Tensor b_wins = node.op == GradOp::Maximum ? a.lt(b) : a.gt(b);
+      Tensor a_wins = op == BinaryOp::Maximum ? a.gt(b) : a.lt(b);
+      Tensor b_wins = op == BinaryOp::Maximum ? a.lt(b) : a.gt(b);
       Tensor split = where(a.eq(b), grad * 0.5, grad);
       return {need(0) ? where(b_wins, 0.0, split) : Tensor(), need(1) ? where(a_wins, 0.0, split) : Tensor()};
     }
+    // Comparisons and the activation backwards never record.
+#define X(Name, ...) case BinaryOp::Name:
+      TANDEM_COMPARISON_OPS(X) TANDEM_ACTIVATION_BACKWARD_OPS(X) break;
+#undef X
+  }
+  TANDEM_INTERNAL_ASSERT(false, "binary_backward: ", op_name(op), " has no derivative");
+  return {};
+}
+
+GradList elementwise_backward(Node& node, const Tensor& grad) {
+  auto saved = [&](size_t i) { return node.saved_tensor(i); };
+  auto need = [&](size_t i) { return node.needs_input_grad(i); };
+  switch (node.op) {
     case GradOp::Where: {  // saved: {cond}
       Tensor cond = saved(0);
       return {need(0) ? where(cond, grad, 0.0) : Tensor(), need(1) ? where(cond, 0.0, grad) : Tensor()};

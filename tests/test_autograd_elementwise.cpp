@@ -57,6 +57,12 @@ DEVICE_TEST_CASE("unary ops: gradients match finite differences", "[autograd][el
       {"clamp both", [](const Tensor& x) { return x.clamp(-1.0, 1.0); }, false},
       {"clamp min", [](const Tensor& x) { return x.clamp_min(0.5); }, false},
       {"clamp max", [](const Tensor& x) { return x.clamp_max(0.5); }, false},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x); }, false},
+      {"leaky_relu -0.5", [](const Tensor& x) { return leaky_relu(x, -0.5); }, false},
+      {"elu", [](const Tensor& x) { return elu(x); }, false},
+      {"elu 0.7 1.5 2", [](const Tensor& x) { return elu(x, 0.7, 1.5, 2.0); }, false},
+      {"softplus", [](const Tensor& x) { return softplus(x); }, false},
+      {"softplus 2 3", [](const Tensor& x) { return softplus(x, 2.0, 3.0); }, false},
   };
   for (const Op& op : ops) {
     INFO(op.name);
@@ -215,6 +221,9 @@ const std::vector<Activation>& activations() {
       {"gelu", "gelu_backward", [](const Tensor& x) { return x.gelu(); }},
       {"gelu tanh", "gelu_backward", [](const Tensor& x) { return x.gelu("tanh"); }},
       {"silu", "silu_backward", [](const Tensor& x) { return x.silu(); }},
+      {"leaky_relu", "leaky_relu_backward", [](const Tensor& x) { return leaky_relu(x, 0.2); }},
+      {"elu", "elu_backward", [](const Tensor& x) { return elu(x, 0.7, 1.5, 2.0); }},
+      {"softplus", "softplus_backward", [](const Tensor& x) { return softplus(x, 2.0, 3.0); }},
   };
   return all;
 }
@@ -238,8 +247,9 @@ DEVICE_TEST_CASE("activation rules: the fused gradient matches the recorded comp
       REQUIRE(fused.dtype() == dt);
       REQUIRE(fused.device() == device);
       Tensor composite = autograd::grad({y}, {x}, {g}, /*retain_graph=*/true, /*create_graph=*/true)[0];
-      // Its ops recorded (relu's where() has nothing to record: no input of it requires grad).
-      if (std::string(a.name) != "relu") REQUIRE(composite.requires_grad());
+      // Its ops recorded (relu's and leaky_relu's where() have nothing to
+      // record: x enters only through the condition, the seed needs no grad).
+      if (std::string(a.name) != "relu" && std::string(a.name) != "leaky_relu") REQUIRE(composite.requires_grad());
       REQUIRE(std::string(composite.origin().op) != a.fused_op);
       check_close(fused, composite.detach(), test::tolerance(dt));
       // .backward() into .grad(), from a non-contiguous seed.
@@ -286,6 +296,52 @@ DEVICE_TEST_CASE("activation rules: a gradient of another dtype takes the compos
     Tensor expected = autograd::grad({y64}, {x64}, {g64})[0];
     check_close(got, expected, test::tolerance(kFloat32));
   }
+}
+
+DEVICE_TEST_CASE("parameterised activations: PyTorch's values and gradients at 0, at the threshold, in place",
+                 "[autograd][elementwise][activation_backward]") {
+  Tensor x = leaf({-2.0, 0.0, 1.5, 4.0}, {4}, device);
+  Tensor g = make({1.0, 1.0, 1.0, 1.0}, {4}, kFloat64, device);
+  // leaky_relu'(0) is the slope, as PyTorch's leaky_relu_backward (x > 0 ? g : g * slope).
+  Tensor y = leaky_relu(x, 0.2);
+  check_values(y, {-0.4, 0.0, 1.5, 4.0});
+  REQUIRE(y.grad_fn()->name() == std::string("LeakyReluBackward0"));
+  check_values(autograd::grad({y}, {x}, {g}, true)[0], {0.2, 0.2, 1, 1});
+  check_values(autograd::grad({y}, {x}, {g}, true, true)[0], {0.2, 0.2, 1, 1});
+  // elu'(0) is the negative branch's scale * alpha * input_scale.
+  y = elu(x, 0.5, 2.0, 3.0);
+  check_values(y, {2.0 * 0.5 * std::expm1(-6.0), 0.0, 3.0, 8.0});
+  REQUIRE(y.grad_fn()->name() == std::string("EluBackward0"));
+  const std::vector<double> elu_grad = {2.0 * 0.5 * 3.0 * std::exp(-6.0), 3.0, 2.0, 2.0};
+  check_values(autograd::grad({y}, {x}, {g}, true)[0], elu_grad);
+  check_values(autograd::grad({y}, {x}, {g}, true, true)[0], elu_grad);
+  // softplus is x where beta * x > threshold (4 * 2 > 3, and 1.5 * 2 = 3 is not above it).
+  y = softplus(x, 2.0, 3.0);
+  check_values(y, {std::log1p(std::exp(-4.0)) / 2, std::log(2.0) / 2, std::log1p(std::exp(3.0)) / 2, 4.0});
+  REQUIRE(y.grad_fn()->name() == std::string("SoftplusBackward0"));
+  const std::vector<double> sp_grad = {1 / (1 + std::exp(4.0)), 0.5, 1 / (1 + std::exp(-3.0)), 1.0};
+  check_values(autograd::grad({y}, {x}, {g}, true)[0], sp_grad);
+  check_values(autograd::grad({y}, {x}, {g}, true, true)[0], sp_grad);
+  // In place on a non-leaf: the rule reads a copy of the input taken before the write.
+  for (double slope : {0.2, -0.5}) {
+    Tensor h = x * 1.0;
+    leaky_relu_(h, slope);
+    check_values(h, {-2.0 * slope, 0.0, 1.5, 4.0});
+    check_values(autograd::grad({h}, {x}, {g})[0], {slope, slope, 1, 1});
+  }
+  Tensor h = x * 1.0;
+  elu_(h, 0.5, 2.0, 3.0);
+  check_values(autograd::grad({h}, {x}, {g})[0], elu_grad);
+  // In place on a leaf that requires grad, or into an integer tensor: refused.
+  REQUIRE_THROWS_WITH(leaky_relu_(x),
+                      Contains("leaky_relu_: a leaf tensor that requires grad is being used in an in-place operation"));
+  Tensor ints = make({-1, 2}, {2}, kInt64, device);
+  REQUIRE_THROWS_AS(elu_(ints), DtypeError);
+  REQUIRE_THROWS_WITH(elu_(ints), "elu_: result type float32 can't be cast to the desired output type int64");
+  // Integer inputs compute in float32, as the other floating-only ops.
+  Tensor yi = leaky_relu(ints, 0.5);
+  REQUIRE(yi.dtype() == kFloat32);
+  check_values(yi, {-0.5, 2.0});
 }
 
 DEVICE_TEST_CASE("activation rules: relu's gradient at 0 and NaN is 0 with and without create_graph",

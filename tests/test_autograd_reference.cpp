@@ -233,6 +233,18 @@ std::map<std::string, Expr> expressions() {
         t.norm(2, {1}).sum() + t.var({1}).sum() + t.index_select(1, ids(x, {0, 5, 0})).pow(3).sum() + x.prod(1).sum();
     return (grad_with_graph(y, x) * v).sum();
   };
+
+  // ---- the parameterised activations
+  m["activations_with_params"] = [](const Inputs& in) {
+    const Tensor& x = in[0];
+    return leaky_relu(x, 0.2) * 1.5 + elu(x, 0.7, 1.5, 2.0) * x + softplus(x, 2.0, 3.0) * softplus(-x);
+  };
+  m["second_order_activations_with_params"] = [](const Inputs& in) {
+    const Tensor &x = in[0], &v = in[1];
+    Tensor y =
+        (leaky_relu(x, 0.2) * x + elu(x, 0.7) * elu(x, 1.0, 1.5, 2.0) + softplus(x, 2.0, 3.0) * softplus(x)).sum();
+    return (grad_with_graph(y, x) * v).sum();
+  };
   return m;
 }
 

@@ -16,7 +16,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cuda/loops.h"
-#include "kernels/functors/op_table.h"
+#include "kernels/functors/visit.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;
@@ -1262,20 +1262,28 @@ DEVICE_TEST_CASE("activation backward ops check their inputs", "[elementwise][ac
 
 TEST_CASE("the activation backwards as one functor (the CUDA backend's) match the per-op functors",
           "[elementwise][activation_backward]") {
-  const std::vector<BinaryOp> ops = {BinaryOp::ReluBackward, BinaryOp::TanhBackward,     BinaryOp::SigmoidBackward,
-                                     BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SiluBackward};
-  for (BinaryOp op : ops) {
+  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = {{BinaryOp::ReluBackward, {}},
+                                                             {BinaryOp::TanhBackward, {}},
+                                                             {BinaryOp::SigmoidBackward, {}},
+                                                             {BinaryOp::GeluBackward, {}},
+                                                             {BinaryOp::GeluTanhBackward, {}},
+                                                             {BinaryOp::SiluBackward, {}},
+                                                             {BinaryOp::LeakyReluBackward, LeakyReluParams{0.2}},
+                                                             {BinaryOp::EluBackward, EluParams{0.7, 1.5, 2.0}},
+                                                             {BinaryOp::SoftplusBackward, SoftplusParams{2.0, 3.0}}};
+  for (const auto& [op, params] : ops) {
     for (Dtype dt : {kFloat64, kFloat32}) {
       INFO(op_name(op) << " (" << static_cast<int>(op) << "), " << dt);
       Tensor g = make(kActG, {16}, dt), s = make(kActX, {16}, dt);
       Tensor want = full({16}, kNaN, TensorOptions(dt));
-      cpu::binary(op, want, g, s);
+      cpu::binary(op, want, g, s, 1, params);
       std::vector<double> got;
       for (size_t i = 0; i < kActG.size(); ++i) {
         if (dt == kFloat64)
-          got.push_back(fn::ActivationBackward<double>{op}(kActG[i], kActX[i]));
+          got.push_back(fn::ActivationBackward<double>::make(op, params)(kActG[i], kActX[i]));
         else
-          got.push_back(fn::ActivationBackward<float>{op}(static_cast<float>(kActG[i]), static_cast<float>(kActX[i])));
+          got.push_back(fn::ActivationBackward<float>::make(op, params)(static_cast<float>(kActG[i]),
+                                                                        static_cast<float>(kActX[i])));
       }
       check_values(want, got, test::tolerance(dt));
     }

@@ -198,14 +198,14 @@ const std::vector<UnaryCase>& unary_cases() {
       {"neg", UnaryOp::Neg, {}, false, {}},
       {"abs", UnaryOp::Abs, {}, false, {}},
       {"relu", UnaryOp::Relu, {}, false, {}},
-      {"pow 2", UnaryOp::PowScalar, {2, {}}, false, {}},
-      {"pow 3", UnaryOp::PowScalar, {3, {}}, false, {}},
-      {"pow 0.5", UnaryOp::PowScalar, {0.5, {}}, true, {0.125, 4}},
-      {"pow -1.5", UnaryOp::PowScalar, {-1.5, {}}, true, {0.125, 4}},
-      {"clamp", UnaryOp::Clamp, {-1, 2}, false, {}},
-      {"clamp, max only", UnaryOp::Clamp, {std::nullopt, 1}, false, {}},
-      {"clamp, min only", UnaryOp::Clamp, {0.5, std::nullopt}, false, {}},
-      {"clamp, min > max", UnaryOp::Clamp, {2, 1}, false, {}},
+      {"pow 2", UnaryOp::PowScalar, PowScalarParams{2}, false, {}},
+      {"pow 3", UnaryOp::PowScalar, PowScalarParams{3}, false, {}},
+      {"pow 0.5", UnaryOp::PowScalar, PowScalarParams{0.5}, true, {0.125, 4}},
+      {"pow -1.5", UnaryOp::PowScalar, PowScalarParams{-1.5}, true, {0.125, 4}},
+      {"clamp", UnaryOp::Clamp, ClampParams{-1, 2}, false, {}},
+      {"clamp, max only", UnaryOp::Clamp, ClampParams{std::nullopt, 1}, false, {}},
+      {"clamp, min only", UnaryOp::Clamp, ClampParams{0.5, std::nullopt}, false, {}},
+      {"clamp, min > max", UnaryOp::Clamp, ClampParams{2, 1}, false, {}},
       {"exp", UnaryOp::Exp, {}, true, {}},
       {"log", UnaryOp::Log, {}, true, {0.125, 4}},
       {"log1p", UnaryOp::Log1p, {}, true, {-0.875, 4}},
@@ -218,6 +218,9 @@ const std::vector<UnaryCase>& unary_cases() {
       {"gelu", UnaryOp::Gelu, {}, true, {}},
       {"gelu tanh", UnaryOp::GeluTanh, {}, true, {}},
       {"silu", UnaryOp::Silu, {}, true, {}},
+      {"leaky_relu", UnaryOp::LeakyRelu, LeakyReluParams{0.2}, true, {}},
+      {"elu", UnaryOp::Elu, EluParams{0.7, 1.5, 2.0}, true, {}},
+      {"softplus", UnaryOp::Softplus, SoftplusParams{2.0, 3.0}, true, {}},
   };
   return all;
 }
@@ -287,19 +290,26 @@ TEST_CASE("binary ops on the GPU match the CPU", "[gpu][elementwise]") {
 TEST_CASE("activation backward ops on the GPU match the CPU", "[gpu][elementwise][activation_backward]") {
   // (grad, saved): saved is the output for relu, tanh and sigmoid, the
   // input for gelu and silu; the kernels take any values of both.
-  const std::vector<BinaryOp> ops = {BinaryOp::ReluBackward, BinaryOp::TanhBackward,     BinaryOp::SigmoidBackward,
-                                     BinaryOp::GeluBackward, BinaryOp::GeluTanhBackward, BinaryOp::SiluBackward};
+  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = {{BinaryOp::ReluBackward, {}},
+                                                             {BinaryOp::TanhBackward, {}},
+                                                             {BinaryOp::SigmoidBackward, {}},
+                                                             {BinaryOp::GeluBackward, {}},
+                                                             {BinaryOp::GeluTanhBackward, {}},
+                                                             {BinaryOp::SiluBackward, {}},
+                                                             {BinaryOp::LeakyReluBackward, LeakyReluParams{0.2}},
+                                                             {BinaryOp::EluBackward, EluParams{0.7, 1.5, 2.0}},
+                                                             {BinaryOp::SoftplusBackward, SoftplusParams{2.0, 3.0}}};
   const std::vector<Domain> domains = {{-3, 3}, {-6, 6}};
-  for (BinaryOp op : ops) {
+  for (const auto& [op, params] : ops) {
     for (Dtype dt : kFloating) {
       for (const Case& c : cases()) {
         INFO(op_name(op) << " (" << static_cast<int>(op) << "), " << dt << ", " << c.name);
         auto ins = inputs(c, {dt, dt}, domains);
         compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::binary(op, out, ins[0].gpu, ins[1].gpu);
+            gpu::binary(op, out, ins[0].gpu, ins[1].gpu, 1, params);
           else
-            cpu::binary(op, out, ins[0].cpu, ins[1].cpu);
+            cpu::binary(op, out, ins[0].cpu, ins[1].cpu, 1, params);
         });
       }
     }

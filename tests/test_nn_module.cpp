@@ -388,6 +388,49 @@ DEVICE_TEST_CASE("activation modules compute their functionals", "[nn][activatio
                       "GELU: approximate must be 'none' or 'tanh', got 'fast'");
 }
 
+DEVICE_TEST_CASE("LeakyReLU, ELU and Softplus: modules, functionals and their printing", "[nn][activation]") {
+  Tensor x = test::make({-2, -0.5, 0, 0.7, 3, 12}, {2, 3}, kFloat32, device);
+  test::check_values(nn::LeakyReLU()(x), {-0.02, -0.005, 0, 0.7, 3, 12});
+  test::check_values(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.5))(x), {-1, -0.25, 0, 0.7, 3, 12});
+  test::check_values(nn::ELU()(x), {std::expm1(-2.0), std::expm1(-0.5), 0, 0.7, 3, 12});
+  test::check_values(nn::ELU(nn::ELUOptions().alpha(2))(x),
+                     {2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 0.7, 3, 12});
+  auto sp = [](double v, double beta) { return std::log1p(std::exp(beta * v)) / beta; };
+  test::check_values(nn::Softplus()(x), {sp(-2, 1), sp(-0.5, 1), sp(0, 1), sp(0.7, 1), sp(3, 1), sp(12, 1)});
+  // beta * x above the threshold gives x itself: 3 * 2 > 5 and 12 * 2 > 5.
+  test::check_values(nn::Softplus(nn::SoftplusOptions().beta(2).threshold(5))(x),
+                     {sp(-2, 2), sp(-0.5, 2), sp(0, 2), sp(0.7, 2), 3, 12});
+  test::check_close(nn::functional::leaky_relu(x, 0.3), leaky_relu(x, 0.3));
+  test::check_close(nn::functional::elu(x, 0.3), elu(x, 0.3));
+  test::check_close(nn::functional::softplus(x, 0.5, 4), softplus(x, 0.5, 4));
+  // inplace writes into the input and returns it.
+  Tensor y = x.clone();
+  Tensor r = nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.5).inplace(true))(y);
+  test::check_values(y, {-1, -0.25, 0, 0.7, 3, 12});
+  CHECK(r.data_ptr() == y.data_ptr());
+  Tensor z = x.clone();
+  nn::functional::elu(z, 1.0, /*inplace=*/true);
+  test::check_close(z, elu(x));
+  Tensor w = x.clone();
+  nn::functional::leaky_relu(w, 0.01, /*inplace=*/false);
+  test::check_close(w, x);
+
+  nn::Sequential seq(nn::LeakyReLU(), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2).inplace(true)),
+                     nn::ELU(), nn::ELU(nn::ELUOptions().alpha(0.5).inplace(true)), nn::Softplus(),
+                     nn::Softplus(nn::SoftplusOptions().beta(2).threshold(10)));
+  std::ostringstream ss;
+  ss << seq;
+  CHECK(ss.str() ==
+        "Sequential(\n"
+        "  (0): LeakyReLU(negative_slope=0.01)\n"
+        "  (1): LeakyReLU(negative_slope=0.2, inplace=true)\n"
+        "  (2): ELU(alpha=1)\n"
+        "  (3): ELU(alpha=0.5, inplace=true)\n"
+        "  (4): Softplus(beta=1, threshold=20)\n"
+        "  (5): Softplus(beta=2, threshold=10)\n"
+        ")");
+}
+
 TEST_CASE("init follows torch.nn.init", "[nn][init]") {
   Tensor w = empty({64, 32, 3, 3});
   auto [fan_in, fan_out] = nn::init::calculate_fan_in_and_fan_out(w);

@@ -72,6 +72,15 @@ std::map<std::string, Fn> ops() {
   unary("silu", silu);
   m["gelu"] = [](const Case&, const std::vector<Tensor>& x) { return std::vector<Tensor>{gelu(x[0])}; };
   m["gelu_tanh"] = [](const Case&, const std::vector<Tensor>& x) { return std::vector<Tensor>{gelu(x[0], "tanh")}; };
+  m["leaky_relu"] = [](const Case& c, const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{leaky_relu(x[0], c.double_attr("negative_slope"))};
+  };
+  m["elu"] = [](const Case& c, const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{elu(x[0], c.double_attr("alpha"), c.double_attr("scale"), c.double_attr("input_scale"))};
+  };
+  m["softplus"] = [](const Case& c, const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{softplus(x[0], c.double_attr("beta"), c.double_attr("threshold"))};
+  };
   m["pow_scalar"] = [](const Case& c, const std::vector<Tensor>& x) {
     return std::vector<Tensor>{pow(x[0], scalar_attr(c, "exponent"))};
   };

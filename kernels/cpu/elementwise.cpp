@@ -1,4 +1,4 @@
-// CPU elementwise kernels: each op kind's functor (kernels/functors/op_table.h)
+// CPU elementwise kernels: each op kind's functor (kernels/functors/visit.h)
 // run through cpu_kernel.
 #include "kernels/cpu/elementwise.h"
 
@@ -8,7 +8,7 @@
 
 #include "kernels/cpu/loops.h"
 #include "kernels/functors/elementwise.h"
-#include "kernels/functors/op_table.h"
+#include "kernels/functors/visit.h"
 
 namespace tandem::cpu {
 
@@ -89,7 +89,7 @@ void copy_tiles(const ElementwisePlan<2>& p) {
 }  // namespace
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& params) {
-  if (fn::is_numeric_unary(op)) {
+  if (is_numeric_unary(op)) {
     // The dtype error names the backend, e.g. "pow (cpu) is not implemented for dtype bool".
     const std::string name = std::string(op_name(op)) + " (cpu)";
     return dispatch_numeric(out.dtype(), name.c_str(), [&]<typename T>() {
@@ -98,16 +98,17 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p
   }
   // The front end promotes integer inputs of these to float32.
   dispatch_floating(out.dtype(), op_name(op), [&]<typename T>() {
-    fn::visit_floating_unary<opmath_t<T>>(op, [&](auto f) { cpu_kernel<T, T>(out, {&in}, f); });
+    fn::visit_floating_unary<opmath_t<T>>(op, params, [&](auto f) { cpu_kernel<T, T>(out, {&in}, f); });
   });
 }
 
-void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+            const UnaryParams& params) {
   dispatch_all(a.dtype(), op_name(op), [&]<typename T>() {
     using M = opmath_t<T>;
     if (is_comparison(op))
       return fn::visit_comparison<M>(op, [&](auto f) { cpu_kernel<bool, T, T>(out, {&a, &b}, f); });
-    fn::visit_arithmetic<M>(op, alpha, [&](auto f) { cpu_kernel<T, T, T>(out, {&a, &b}, f); });
+    fn::visit_arithmetic<M>(op, alpha, params, [&](auto f) { cpu_kernel<T, T, T>(out, {&a, &b}, f); });
   });
 }
 

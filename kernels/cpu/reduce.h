@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/op_kinds.h"
+#include "tensor/core/op_table.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::cpu {

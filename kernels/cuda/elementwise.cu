@@ -1,4 +1,4 @@
-// CUDA elementwise kernels: each op kind's functor (kernels/functors/op_table.h,
+// CUDA elementwise kernels: each op kind's functor (kernels/functors/visit.h,
 // as for the cpu) run through gpu_kernel. Copies and conversions are in copy.cu.
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/loops.cuh"
 #include "kernels/functors/elementwise.h"
-#include "kernels/functors/op_table.h"
+#include "kernels/functors/visit.h"
 
 namespace tandem::gpu {
 
@@ -25,7 +25,7 @@ bool all_zero_bytes(const T& v) {
 }  // namespace
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& params) {
-  if (fn::is_numeric_unary(op)) {
+  if (is_numeric_unary(op)) {
     // The dtype error names the backend, e.g. "pow (cuda) is not implemented for dtype bool".
     const std::string name = std::string(op_name(op)) + " (cuda)";
     return dispatch_numeric(out.dtype(), name.c_str(), [&]<typename T>() {
@@ -34,17 +34,18 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p
   }
   // The front end promotes integer inputs of these to float32.
   dispatch_floating(out.dtype(), op_name(op), [&]<typename T>() {
-    fn::visit_floating_unary<opmath_t<T>>(op, [&](auto f) { gpu_kernel<T, T>(out, {&in}, f); });
+    fn::visit_floating_unary<opmath_t<T>>(op, params, [&](auto f) { gpu_kernel<T, T>(out, {&in}, f); });
   });
 }
 
-void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+            const UnaryParams& params) {
   dispatch_all(a.dtype(), op_name(op), [&]<typename T>() {
     using M = opmath_t<T>;
     // One kernel per dtype for the six comparisons, which halves what
     // binary compiles.
     if (is_comparison(op)) return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Compare<M>{op});
-    fn::visit_arithmetic<M>(op, alpha, [&](auto f) { gpu_kernel<T, T, T>(out, {&a, &b}, f); });
+    fn::visit_arithmetic<M>(op, alpha, params, [&](auto f) { gpu_kernel<T, T, T>(out, {&a, &b}, f); });
   });
 }
 

@@ -5,13 +5,15 @@
 
 #include <optional>
 
-#include "kernels/op_kinds.h"
+#include "tensor/core/op_table.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::gpu {
 
 void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& params = {});
-void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+// params: an activation backward's forward parameters.
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1,
+            const UnaryParams& params = {});
 // out = cond ? a : b; cond is bool, a and b have out's dtype.
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 // out = mask ? value : in; mask is bool.

@@ -52,7 +52,9 @@ void memcpy_async(void*, const void*, size_t, CopyKind, int, void*) { no_cuda("c
 
 namespace gpu {
 void unary(UnaryOp op, const Tensor&, const Tensor&, const UnaryParams&) { no_cuda(op_name(op)); }
-void binary(BinaryOp op, const Tensor&, const Tensor&, const Tensor&, const Scalar&) { no_cuda(op_name(op)); }
+void binary(BinaryOp op, const Tensor&, const Tensor&, const Tensor&, const Scalar&, const UnaryParams&) {
+  no_cuda(op_name(op));
+}
 void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { no_cuda("where"); }
 void masked_fill(const Tensor&, const Tensor&, const Tensor&, const Scalar&) { no_cuda("masked_fill"); }
 void fill(const Tensor&, const Scalar&) { no_cuda("fill_"); }
@@ -65,7 +67,7 @@ void gather(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("gat
 void scatter_add(const Tensor&, int64_t, const Tensor&, const Tensor&) { no_cuda("scatter_add"); }
 void index_select(const Tensor&, const Tensor&, int64_t, const Tensor&) { no_cuda("index_select"); }
 void one_hot(const Tensor&, const Tensor&) { no_cuda("one_hot"); }
-void matmul(const Tensor&, const Tensor&, const Tensor&, bool) { no_cuda("matmul"); }
+void matmul(const Tensor&, const Tensor&, const Tensor&, bool, bool) { no_cuda("matmul"); }
 void uniform(const Tensor&, PhiloxState, double, double) { no_cuda("uniform_"); }
 void normal(const Tensor&, PhiloxState, double, double) { no_cuda("normal_"); }
 void randint(const Tensor&, PhiloxState, int64_t, int64_t) { no_cuda("random_"); }

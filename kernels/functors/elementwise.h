@@ -1,12 +1,16 @@
 // Per-element math shared by the CPU loops and the CUDA launchers. Each
 // functor takes and returns the opmath type T (float for float16/bfloat16).
+// A functor with parameters is built on the host by make() from its op's
+// parameter struct (tensor/core/op_table.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "tensor/core/macros.h"
+#include "tensor/core/op_table.h"
 
 namespace tandem::fn {
 
@@ -94,6 +98,32 @@ template <typename T>
 struct Silu {
   TANDEM_HD_INLINE T operator()(T x) const { return x / (T(1) + std::exp(-x)); }
 };
+// x > 0 ? x : slope * x; NaN passes through (NaN * slope).
+template <typename T>
+struct LeakyRelu {
+  T slope;
+  static LeakyRelu make(const LeakyReluParams& p) { return {T(p.negative_slope)}; }
+  TANDEM_HD_INLINE T operator()(T x) const { return x > T(0) ? x : x * slope; }
+};
+// x <= 0 ? scale alpha (exp(input_scale x) - 1) : scale x, PyTorch's
+// form (expm1 keeps small negative x accurate).
+template <typename T>
+struct Elu {
+  T neg_coef, pos_coef, input_scale;  // scale * alpha, scale, input_scale
+  static Elu make(const EluParams& p) { return {T(p.scale * p.alpha), T(p.scale), T(p.input_scale)}; }
+  TANDEM_HD_INLINE T operator()(T x) const { return x <= T(0) ? std::expm1(x * input_scale) * neg_coef : x * pos_coef; }
+};
+// beta x > threshold ? x : log1p(exp(beta x)) / beta, as PyTorch: above
+// the threshold the result is x to within rounding.
+template <typename T>
+struct Softplus {
+  T beta, threshold;
+  static Softplus make(const SoftplusParams& p) { return {T(p.beta), T(p.threshold)}; }
+  TANDEM_HD_INLINE T operator()(T x) const {
+    const T bx = x * beta;
+    return bx > threshold ? x : std::log1p(std::exp(bx)) / beta;
+  }
+};
 
 // Integer power by squaring. A negative exponent (only reachable with a
 // tensor exponent) gives what PyTorch's powi gives: 1 for base 1, +-1 for
@@ -130,6 +160,7 @@ TANDEM_HD_INLINE T pow_value(T a, T b) {
 template <typename T>
 struct PowScalar {
   T exponent;
+  static PowScalar make(const PowScalarParams& p) { return {p.exponent.to<T>()}; }
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (exponent == T(2)) return x * x;
@@ -143,6 +174,15 @@ struct PowScalar {
 template <typename T>
 struct Clamp {
   T lo, hi;
+  // A missing bound is -inf / +inf, or the type's limit where T has no infinity.
+  static Clamp make(const ClampParams& p) {
+    using L = std::numeric_limits<T>;
+    T lo = L::has_infinity ? -L::infinity() : L::lowest();
+    T hi = L::has_infinity ? L::infinity() : L::max();
+    if (p.min) lo = p.min->to<T>();
+    if (p.max) hi = p.max->to<T>();
+    return {lo, hi};
+  }
   TANDEM_HD_INLINE T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) {
       if (x != x) return x;  // NaN propagates, as torch.clamp
@@ -279,6 +319,35 @@ struct SiluBackward {
   TANDEM_HD_INLINE T operator()(T g, T x) const {
     const T s = T(1) / (T(1) + std::exp(-x));
     return g * s * (x * (T(1) - s) + T(1));
+  }
+};
+
+// g * (x > 0 ? 1 : slope): slope at 0, as PyTorch.
+template <typename T>
+struct LeakyReluBackward {
+  T slope;
+  static LeakyReluBackward make(const LeakyReluParams& p) { return {T(p.negative_slope)}; }
+  TANDEM_HD_INLINE T operator()(T g, T x) const { return x > T(0) ? g : g * slope; }
+};
+// g * (x <= 0 ? scale alpha input_scale exp(input_scale x) : scale).
+template <typename T>
+struct EluBackward {
+  T neg_coef, pos_coef, input_scale;  // scale * alpha, scale, input_scale
+  static EluBackward make(const EluParams& p) { return {T(p.scale * p.alpha), T(p.scale), T(p.input_scale)}; }
+  TANDEM_HD_INLINE T operator()(T g, T x) const {
+    return x <= T(0) ? g * input_scale * neg_coef * std::exp(x * input_scale) : g * pos_coef;
+  }
+};
+// g * z / (z + 1), z = exp(beta x); g above the threshold.
+template <typename T>
+struct SoftplusBackward {
+  T beta, threshold;
+  static SoftplusBackward make(const SoftplusParams& p) { return {T(p.beta), T(p.threshold)}; }
+  TANDEM_HD_INLINE T operator()(T g, T x) const {
+    const T bx = x * beta;
+    if (bx > threshold) return g;
+    const T z = std::exp(bx);
+    return g * z / (z + T(1));
   }
 };
 

@@ -18,6 +18,21 @@ Tensor gelu(const Tensor& input, const std::string& approximate) { return input.
 Tensor silu(const Tensor& input) { return input.silu(); }
 Tensor tanh(const Tensor& input) { return input.tanh(); }
 Tensor sigmoid(const Tensor& input) { return input.sigmoid(); }
+Tensor leaky_relu(const Tensor& input, double negative_slope, bool inplace) {
+  if (inplace) {
+    Tensor self = input;
+    return tandem::leaky_relu_(self, negative_slope);
+  }
+  return tandem::leaky_relu(input, negative_slope);
+}
+Tensor elu(const Tensor& input, double alpha, bool inplace) {
+  if (inplace) {
+    Tensor self = input;
+    return tandem::elu_(self, alpha);
+  }
+  return tandem::elu(input, alpha);
+}
+Tensor softplus(const Tensor& input, double beta, double threshold) { return tandem::softplus(input, beta, threshold); }
 Tensor softmax(const Tensor& input, int64_t dim, std::optional<Dtype> dtype) { return input.softmax(dim, dtype); }
 Tensor log_softmax(const Tensor& input, int64_t dim, std::optional<Dtype> dtype) {
   return input.log_softmax(dim, dtype);

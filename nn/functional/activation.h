@@ -15,6 +15,9 @@ Tensor gelu(const Tensor& input, const std::string& approximate = "none");
 Tensor silu(const Tensor& input);
 Tensor tanh(const Tensor& input);
 Tensor sigmoid(const Tensor& input);
+Tensor leaky_relu(const Tensor& input, double negative_slope = 0.01, bool inplace = false);
+Tensor elu(const Tensor& input, double alpha = 1.0, bool inplace = false);
+Tensor softplus(const Tensor& input, double beta = 1.0, double threshold = 20.0);
 Tensor softmax(const Tensor& input, int64_t dim, std::optional<Dtype> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& input, int64_t dim, std::optional<Dtype> dtype = std::nullopt);
 

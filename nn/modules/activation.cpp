@@ -23,6 +23,24 @@ Tensor SiLUImpl::forward(const Tensor& input) { return functional::silu(input); 
 Tensor TanhImpl::forward(const Tensor& input) { return functional::tanh(input); }
 Tensor SigmoidImpl::forward(const Tensor& input) { return functional::sigmoid(input); }
 
+Tensor LeakyReLUImpl::forward(const Tensor& input) {
+  return functional::leaky_relu(input, options.negative_slope(), options.inplace());
+}
+void LeakyReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "LeakyReLU(negative_slope=" << options.negative_slope() << (options.inplace() ? ", inplace=true" : "")
+         << ")";
+}
+Tensor ELUImpl::forward(const Tensor& input) { return functional::elu(input, options.alpha(), options.inplace()); }
+void ELUImpl::pretty_print(std::ostream& stream) const {
+  stream << "ELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+Tensor SoftplusImpl::forward(const Tensor& input) {
+  return functional::softplus(input, options.beta(), options.threshold());
+}
+void SoftplusImpl::pretty_print(std::ostream& stream) const {
+  stream << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+}
+
 Tensor SoftmaxImpl::forward(const Tensor& input) { return functional::softmax(input, options.dim()); }
 void SoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "Softmax(dim=" << options.dim() << ")"; }
 

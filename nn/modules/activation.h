@@ -1,4 +1,5 @@
-// Activation modules (ReLU, GELU, SiLU, Tanh, Sigmoid, Softmax) and Dropout,
+// Activation modules (ReLU, GELU, SiLU, Tanh, Sigmoid, LeakyReLU, ELU,
+// Softplus, Softmax) and Dropout,
 // as libtorch's: no parameters, forward is the functional.
 #pragma once
 
@@ -51,6 +52,45 @@ class SigmoidImpl : public Module {
   Tensor forward(const Tensor& input);
 };
 TANDEM_MODULE(Sigmoid);
+
+struct LeakyReLUOptions {
+  TANDEM_ARG(double, negative_slope) = 1e-2;
+  TANDEM_ARG(bool, inplace) = false;
+};
+class LeakyReLUImpl : public Module {
+ public:
+  explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  LeakyReLUOptions options;
+};
+TANDEM_MODULE(LeakyReLU);
+
+struct ELUOptions {
+  TANDEM_ARG(double, alpha) = 1.0;
+  TANDEM_ARG(bool, inplace) = false;
+};
+class ELUImpl : public Module {
+ public:
+  explicit ELUImpl(const ELUOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  ELUOptions options;
+};
+TANDEM_MODULE(ELU);
+
+struct SoftplusOptions {
+  TANDEM_ARG(double, beta) = 1.0;
+  TANDEM_ARG(double, threshold) = 20.0;
+};
+class SoftplusImpl : public Module {
+ public:
+  explicit SoftplusImpl(const SoftplusOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  SoftplusOptions options;
+};
+TANDEM_MODULE(Softplus);
 
 struct SoftmaxOptions {
   SoftmaxOptions(int64_t dim) : dim_(dim) {}  // NOLINT(google-explicit-constructor)

@@ -5,44 +5,28 @@
 // engine that interpret Nodes live above the ops, in autograd/.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "tensor/core/errors.h"
+#include "tensor/core/op_table.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem::autograd {
 
 // Every differentiable op, one value per derivative rule (autograd/rules*.cpp
-// switch over it without a default). Names follow PyTorch's node names.
+// switch over it without a default). Names follow PyTorch's node names. The
+// elementwise values come from the op table (tensor/core/op_table.h): one per
+// UnaryOp, then one per arithmetic BinaryOp, in their order.
 enum class GradOp : uint8_t {
   AccumulateGrad,  // a leaf's grad accumulator (the node's `variable`)
-  // elementwise (tensor/ops/elementwise.cpp, convert.cpp)
-  Neg,
-  Abs,
-  Exp,
-  Log,
-  Log1p,
-  Sqrt,
-  Rsqrt,
-  Sin,
-  Cos,
-  Tanh,
-  Sigmoid,
-  Relu,
-  Gelu,  // strs: approximate
-  Silu,
-  Erf,
-  PowScalar,  // scalars: exponent
-  Clamp,      // scalars: min, max (either may be absent: flag bits in ints)
-  Add,        // scalars: alpha
-  Sub,        // scalars: alpha
-  Mul,
-  Div,
-  Pow,
-  Maximum,
-  Minimum,
+#define X(Name, ...) Name,
+  TANDEM_UNARY_OPS(X) TANDEM_ARITHMETIC_OPS(X)
+#undef X
+  // elementwise, besides the table's (tensor/ops/elementwise.cpp, convert.cpp)
   Where,
   MaskedFill,
   Fill,    // fill_, zero_: the old values get no gradient
@@ -97,6 +81,20 @@ enum class GradOp : uint8_t {
   LayerNorm,
   Embedding,
 };
+
+// The node of a unary or arithmetic binary op, and back.
+constexpr GradOp grad_op(UnaryOp op) { return static_cast<GradOp>(1 + static_cast<int>(op)); }
+constexpr GradOp grad_op(BinaryOp op) {  // is_arithmetic(op)
+  return static_cast<GradOp>(1 + kUnaryOpCount + static_cast<int>(op));
+}
+constexpr bool is_unary(GradOp op) { return static_cast<int>(op) >= 1 && static_cast<int>(op) < 1 + kUnaryOpCount; }
+constexpr bool is_arithmetic(GradOp op) {
+  return static_cast<int>(op) >= 1 + kUnaryOpCount && static_cast<int>(op) < 1 + kUnaryOpCount + kArithmeticOpCount;
+}
+constexpr UnaryOp unary_op(GradOp op) { return static_cast<UnaryOp>(static_cast<int>(op) - 1); }
+constexpr BinaryOp binary_op(GradOp op) { return static_cast<BinaryOp>(static_cast<int>(op) - 1 - kUnaryOpCount); }
+static_assert(grad_op(UnaryOp::Clamp) == GradOp::Clamp && grad_op(BinaryOp::Minimum) == GradOp::Minimum &&
+              static_cast<int>(GradOp::Where) == 1 + kUnaryOpCount + kArithmeticOpCount);
 
 const char* grad_op_name(GradOp op);  // "MulBackward0"
 
@@ -156,7 +154,12 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;   // one per differentiable input
   std::vector<InputMeta> inputs;  // one per next edge
   std::vector<SavedTensor> saved;
-  std::vector<int64_t> ints;  // dims, sizes, flags: each rule documents its layout
+  // The op's parameters as its struct (UnaryParams for the op table's unary
+  // ops), read back with params<P>().
+  std::any payload;
+  // Older positional form, still used by the families outside the op table:
+  // dims, sizes, flags (each rule documents its layout).
+  std::vector<int64_t> ints;
   std::vector<Scalar> scalars;
   std::string str;
   // AccumulateGrad: the leaf, held weakly. A strong handle would close a
@@ -168,6 +171,12 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<std::weak_ptr<TensorImpl>> retained;
 
   const char* name() const { return grad_op_name(op); }
+  template <typename P>
+  const P& params() const {
+    const P* p = std::any_cast<P>(&payload);
+    TANDEM_INTERNAL_ASSERT(p != nullptr, name(), ": the node's parameters are missing or of another type");
+    return *p;
+  }
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
   // The i-th saved tensor, checked (see SavedTensor::unpack).
   Tensor saved_tensor(size_t i) { return saved.at(i).unpack(shared_from_this()); }

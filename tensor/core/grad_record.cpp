@@ -21,30 +21,14 @@ namespace autograd {
 const char* grad_op_name(GradOp op) {
   switch (op) {
     case GradOp::AccumulateGrad: return "AccumulateGrad";
-    case GradOp::Neg: return "NegBackward0";
-    case GradOp::Abs: return "AbsBackward0";
-    case GradOp::Exp: return "ExpBackward0";
-    case GradOp::Log: return "LogBackward0";
-    case GradOp::Log1p: return "Log1PBackward0";
-    case GradOp::Sqrt: return "SqrtBackward0";
-    case GradOp::Rsqrt: return "RsqrtBackward0";
-    case GradOp::Sin: return "SinBackward0";
-    case GradOp::Cos: return "CosBackward0";
-    case GradOp::Tanh: return "TanhBackward0";
-    case GradOp::Sigmoid: return "SigmoidBackward0";
-    case GradOp::Relu: return "ReluBackward0";
-    case GradOp::Gelu: return "GeluBackward0";
-    case GradOp::Silu: return "SiluBackward0";
-    case GradOp::Erf: return "ErfBackward0";
-    case GradOp::PowScalar: return "PowBackward0";
-    case GradOp::Clamp: return "ClampBackward1";
-    case GradOp::Add: return "AddBackward0";
-    case GradOp::Sub: return "SubBackward0";
-    case GradOp::Mul: return "MulBackward0";
-    case GradOp::Div: return "DivBackward0";
-    case GradOp::Pow: return "PowBackward1";
-    case GradOp::Maximum: return "MaximumBackward0";
-    case GradOp::Minimum: return "MinimumBackward0";
+#define X(Name, name, dtypes, keeps, Params, backward, node_name) \
+  case GradOp::Name: return node_name;
+      TANDEM_UNARY_OPS(X)
+#undef X
+#define X(Name, name, node_name) \
+  case GradOp::Name: return node_name;
+      TANDEM_ARITHMETIC_OPS(X)
+#undef X
     case GradOp::Where: return "WhereBackward0";
     case GradOp::MaskedFill: return "MaskedFillBackward0";
     case GradOp::Fill: return "FillBackward0";

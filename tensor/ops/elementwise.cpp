@@ -7,8 +7,8 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/op_kinds.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/op_table.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -43,17 +43,6 @@ bool can_cast(Dtype from, Dtype to) {
   if (is_floating_point(from) && is_integral(to, true)) return false;
   if (from != kBool && to == kBool) return false;
   return true;
-}
-
-bool float_only(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg:
-    case UnaryOp::Abs:
-    case UnaryOp::Relu:
-    case UnaryOp::PowScalar:
-    case UnaryOp::Clamp: return false;
-    default: return true;
-  }
 }
 
 // Whether value converts to dtype without overflow, by PyTorch's rule for
@@ -173,87 +162,13 @@ void check_writable(const Tensor& t, const char* op) {
 // ---------------------------------------------------------------- autograd
 namespace {
 
+using autograd::grad_op;
 using autograd::GradOp;
 using autograd::Recorder;
 
-GradOp grad_op(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return GradOp::Neg;
-    case UnaryOp::Abs: return GradOp::Abs;
-    case UnaryOp::Exp: return GradOp::Exp;
-    case UnaryOp::Log: return GradOp::Log;
-    case UnaryOp::Log1p: return GradOp::Log1p;
-    case UnaryOp::Sqrt: return GradOp::Sqrt;
-    case UnaryOp::Rsqrt: return GradOp::Rsqrt;
-    case UnaryOp::Sin: return GradOp::Sin;
-    case UnaryOp::Cos: return GradOp::Cos;
-    case UnaryOp::Tanh: return GradOp::Tanh;
-    case UnaryOp::Sigmoid: return GradOp::Sigmoid;
-    case UnaryOp::Relu: return GradOp::Relu;
-    case UnaryOp::Gelu:
-    case UnaryOp::GeluTanh: return GradOp::Gelu;
-    case UnaryOp::Silu: return GradOp::Silu;
-    case UnaryOp::Erf: return GradOp::Erf;
-    case UnaryOp::PowScalar: return GradOp::PowScalar;
-    case UnaryOp::Clamp: return GradOp::Clamp;
-  }
-  return GradOp::Neg;
-}
-
-GradOp grad_op(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return GradOp::Add;
-    case BinaryOp::Sub: return GradOp::Sub;
-    case BinaryOp::Mul: return GradOp::Mul;
-    case BinaryOp::Div: return GradOp::Div;
-    case BinaryOp::Pow: return GradOp::Pow;
-    case BinaryOp::Maximum: return GradOp::Maximum;
-    case BinaryOp::Minimum: return GradOp::Minimum;
-    case BinaryOp::Eq:
-    case BinaryOp::Ne:
-    case BinaryOp::Lt:
-    case BinaryOp::Le:
-    case BinaryOp::Gt:
-    case BinaryOp::Ge: break;  // bool results have no gradient
-    case BinaryOp::ReluBackward:
-    case BinaryOp::TanhBackward:
-    case BinaryOp::SigmoidBackward:
-    case BinaryOp::GeluBackward:
-    case BinaryOp::GeluTanhBackward:
-    case BinaryOp::SiluBackward: break;  // they never record
-  }
-  TANDEM_INTERNAL_ASSERT(false, "no derivative for ", op_name(op));
-  return GradOp::Add;
-}
-
-// What a unary op's rule needs besides the gradient: its input or its
-// output. An in-place op saves a clone of its input, taken before the write.
-enum class Keep : int8_t { Nothing, Input, Output };
-Keep unary_keeps(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return Keep::Nothing;
-    case UnaryOp::Exp:
-    case UnaryOp::Sqrt:
-    case UnaryOp::Rsqrt:
-    case UnaryOp::Tanh:
-    case UnaryOp::Sigmoid:
-    case UnaryOp::Relu: return Keep::Output;
-    default: return Keep::Input;
-  }
-}
-
-// The node's parameters, as autograd/rules_elementwise.cpp reads them:
-// PowScalar: scalars = {exponent}; Clamp: ints = {has min, has max},
-// scalars = {min, max}; Gelu: str = approximate.
-void record_unary_params(autograd::Node& node, UnaryOp op, const UnaryParams& p) {
-  if (op == UnaryOp::PowScalar) node.scalars = {*p.a};
-  if (op == UnaryOp::Clamp) {
-    node.ints = {p.a.has_value(), p.b.has_value()};
-    node.scalars = {p.a.value_or(0), p.b.value_or(0)};
-  }
-  if (op == UnaryOp::Gelu) node.str = "none";
-  if (op == UnaryOp::GeluTanh) node.str = "tanh";
-}
+// The node's parameters: the op's UnaryParams (autograd/rules_elementwise.cpp
+// reads them back as node.params<UnaryParams>()).
+void record_unary_params(autograd::Node& node, const UnaryParams& p) { node.payload = p; }
 
 // Binary rules keep [a, b] (undefined where not needed) and Pow its output
 // too; Add and Sub keep scalars = {alpha}. self_old: a's value before an
@@ -294,10 +209,11 @@ void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParam
   }
 }
 
-void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                const UnaryParams& params = {}) {
   switch (backend_of(out.device())) {
-    case Backend::CPU: return cpu::binary(op, out, a, b, alpha);
-    case Backend::CUDA: return gpu::binary(op, out, a, b, alpha);
+    case Backend::CPU: return cpu::binary(op, out, a, b, alpha, params);
+    case Backend::CUDA: return gpu::binary(op, out, a, b, alpha, params);
   }
 }
 
@@ -309,34 +225,38 @@ void check_unary_dtype(UnaryOp op, Dtype dtype) {
                ": bool inputs are not supported; convert with .to(kInt64) or .to(kFloat32) first");
 }
 
-Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
+}  // namespace
+
+namespace detail {
+
+Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p, std::optional<Dtype> compute) {
   const char* name = op_name(op);
   check_defined(name, {{"input", x}});
   check_unary_dtype(op, x.dtype());
   Recorder rec(grad_op(op), {x});
-  Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
+  Dtype dt = compute.value_or(!is_numeric_unary(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
   run_unary(op, out, x.dtype() == dt ? x : x.to(dt), p);
   if (rec) {
-    record_unary_params(rec.node(), op, p);
+    record_unary_params(rec.node(), p);
     if (unary_keeps(op) == Keep::Input) rec.save(x);
     if (unary_keeps(op) == Keep::Output) rec.save_output(out);
   }
   return rec.finish(out);
 }
 
-Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::optional<Dtype> compute = {}) {
+Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p, std::optional<Dtype> compute) {
   const char* name = op_name(op);
   check_defined(name, {{"input", x}});
   check_unary_dtype(op, x.dtype());
   detail::check_writable(x, name);
-  Dtype dt = compute.value_or(float_only(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
+  Dtype dt = compute.value_or(!is_numeric_unary(op) && !is_floating_point(x.dtype()) ? kFloat32 : x.dtype());
   TANDEM_CHECK(can_cast(dt, x.dtype()), DtypeError, name, "_: result type ", dt,
                " can't be cast to the desired output type ", x.dtype());
   autograd::check_inplace(x, name, "_");
   Recorder rec(grad_op(op), {x});
   if (rec) {
-    record_unary_params(rec.node(), op, p);
+    record_unary_params(rec.node(), p);
     if (unary_keeps(op) == Keep::Input) rec.save_original(x);
   }
   if (dt == x.dtype()) {
@@ -351,6 +271,13 @@ Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& p = {}, std::opt
   rec.finish_inplace(x);
   return x;
 }
+
+}  // namespace detail
+
+using detail::unary_inplace;
+using detail::unary_op;
+
+namespace {
 
 void check_binary_dtypes(BinaryOp op, Dtype a, Dtype b) {
   TANDEM_CHECK(!(op == BinaryOp::Sub && a == kBool && b == kBool), DtypeError,
@@ -383,6 +310,7 @@ Tensor binary_compute(BinaryOp op, const Tensor& a, const Tensor& b, const Scala
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
   if (is_comparison(op)) return binary_compute(op, a, b, alpha);
+  TANDEM_INTERNAL_ASSERT(is_arithmetic(op), op_name(op), " has no derivative");
   Recorder rec(grad_op(op), {a, b});
   Tensor out = binary_compute(op, a, b, alpha);
   if (rec) record_binary(rec, op, a, b, alpha);
@@ -487,7 +415,7 @@ Tensor pow(const Tensor& x, const Scalar& exponent) {
                "pow: integers to negative integer powers are not allowed (", x.dtype(), " tensor to the power ",
                exponent, "); convert the tensor to a floating dtype first");
   Dtype dt = result_type(x, exponent);
-  return unary_op(UnaryOp::PowScalar, x, {exponent, {}}, dt);
+  return unary_op(UnaryOp::PowScalar, x, PowScalarParams{exponent}, dt);
 }
 Tensor pow(const Tensor& x, const Tensor& exponent) { return binary_op(BinaryOp::Pow, x, exponent); }
 Tensor pow(const Scalar& x, const Tensor& exponent) {
@@ -571,7 +499,7 @@ Dtype checked_clamp_dtype(const char* op, const Tensor& x, const std::optional<S
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   check_defined("clamp", {{"self", x}});
-  return unary_op(UnaryOp::Clamp, x, {min, max}, checked_clamp_dtype("clamp", x, min, max));
+  return unary_op(UnaryOp::Clamp, x, ClampParams{min, max}, checked_clamp_dtype("clamp", x, min, max));
 }
 Tensor clamp_min(const Tensor& x, const Scalar& min) { return clamp(x, min, std::nullopt); }
 Tensor clamp_max(const Tensor& x, const Scalar& max) { return clamp(x, std::nullopt, max); }
@@ -607,11 +535,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 }
 
 // ---------------------------------------------------------------- activation backward
-namespace {
-// grad_output and the saved tensor (named saved_name in messages) as checked
-// in elementwise.h; no promotion, no broadcasting, no recording.
-Tensor activation_backward(BinaryOp op, const Tensor& grad_output, const char* saved_name, const Tensor& saved) {
+namespace detail {
+// grad_output and the saved tensor (named "output" or "self" in messages, as
+// the table's saved column says) as checked in elementwise.h; no promotion,
+// no broadcasting, no recording.
+Tensor activation_backward(BinaryOp op, const Tensor& grad_output, const Tensor& saved, const UnaryParams& params) {
+  TANDEM_INTERNAL_ASSERT(is_activation_backward(op), "activation_backward: ", op_name(op), " is not one");
   const char* name = op_name(op);
+  const char* saved_name = activation_backward_saves(op) == Keep::Output ? "output" : "self";
   check_inputs(name, {{"grad_output", grad_output}, {saved_name, saved}});
   TANDEM_CHECK(is_floating_point(grad_output.dtype()) && grad_output.dtype() == saved.dtype(), DtypeError, name,
                ": expected grad_output and ", saved_name, " of one floating dtype, got ", grad_output.dtype(), " and ",
@@ -623,29 +554,27 @@ Tensor activation_backward(BinaryOp op, const Tensor& grad_output, const char* s
                "under NoGradGuard, or differentiate the composite formula instead");
   Tensor out = detail::make_result(grad_output.sizes(), grad_output.dtype(), grad_output.device(),
                                    Origin::computed(name, grad_output.origin()));
-  run_binary(op, out, grad_output, saved, 1);
+  run_binary(op, out, grad_output, saved, 1, params);
   return out;
 }
-}  // namespace
 
-namespace detail {
 Tensor relu_backward(const Tensor& grad_output, const Tensor& output) {
-  return activation_backward(BinaryOp::ReluBackward, grad_output, "output", output);
+  return activation_backward(BinaryOp::ReluBackward, grad_output, output);
 }
 Tensor tanh_backward(const Tensor& grad_output, const Tensor& output) {
-  return activation_backward(BinaryOp::TanhBackward, grad_output, "output", output);
+  return activation_backward(BinaryOp::TanhBackward, grad_output, output);
 }
 Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
-  return activation_backward(BinaryOp::SigmoidBackward, grad_output, "output", output);
+  return activation_backward(BinaryOp::SigmoidBackward, grad_output, output);
 }
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
   TANDEM_CHECK(approximate == "none" || approximate == "tanh", ValueError,
                "gelu_backward: approximate must be 'none' or 'tanh', got '", approximate, "'");
   return activation_backward(approximate == "tanh" ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward, grad_output,
-                             "self", self);
+                             self);
 }
 Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
-  return activation_backward(BinaryOp::SiluBackward, grad_output, "self", self);
+  return activation_backward(BinaryOp::SiluBackward, grad_output, self);
 }
 }  // namespace detail
 
@@ -721,7 +650,7 @@ Tensor& Tensor::relu_() { return unary_inplace(UnaryOp::Relu, *this); }
 Tensor& Tensor::pow_(const Scalar& e) {
   TANDEM_CHECK(!(is_integral(dtype(), true) && e.is_integral() && e.to_int() < 0), ValueError,
                "pow_: integers to negative integer powers are not allowed");
-  return unary_inplace(UnaryOp::PowScalar, *this, {e, {}}, result_type(*this, e));
+  return unary_inplace(UnaryOp::PowScalar, *this, PowScalarParams{e}, result_type(*this, e));
 }
 
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return tandem::add(*this, o, alpha); }
@@ -778,7 +707,7 @@ Tensor Tensor::clamp_min(const Scalar& min) const { return tandem::clamp_min(*th
 Tensor Tensor::clamp_max(const Scalar& max) const { return tandem::clamp_max(*this, max); }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   check_defined("clamp_", {{"self", *this}});
-  return unary_inplace(UnaryOp::Clamp, *this, {min, max}, checked_clamp_dtype("clamp_", *this, min, max));
+  return unary_inplace(UnaryOp::Clamp, *this, ClampParams{min, max}, checked_clamp_dtype("clamp_", *this, min, max));
 }
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
   return tandem::masked_fill(*this, mask, value);

@@ -6,9 +6,18 @@
 #include <optional>
 #include <string>
 
+#include "tensor/core/op_table.h"
 #include "tensor/core/tensor.h"
 
 namespace tandem {
+
+namespace detail {
+// The op table's unary ops (tensor/core/op_table.h) out of place and in
+// place: checks, dtype (compute, else the input's, or float32 for a
+// floating-only op on integers), the kernel, and the autograd node.
+Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& params = {}, std::optional<Dtype> compute = {});
+Tensor& unary_inplace(UnaryOp op, Tensor& x, const UnaryParams& params = {}, std::optional<Dtype> compute = {});
+}  // namespace detail
 
 // torch.result_type for two tensors / a tensor and a scalar: dimensioned
 // tensors outrank 0-dim tensors, which outrank scalars, within a category
@@ -31,6 +40,26 @@ Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor erf(const Tensor& x);
+// x > 0 ? x : negative_slope * x, as torch.nn.functional.leaky_relu.
+inline Tensor leaky_relu(const Tensor& x, const Scalar& negative_slope = 0.01) {
+  return detail::unary_op(UnaryOp::LeakyRelu, x, LeakyReluParams{negative_slope.to_double()});
+}
+inline Tensor& leaky_relu_(Tensor& x, const Scalar& negative_slope = 0.01) {
+  return detail::unary_inplace(UnaryOp::LeakyRelu, x, LeakyReluParams{negative_slope.to_double()});
+}
+// x > 0 ? scale * x : scale * alpha * (exp(input_scale * x) - 1), as torch.elu.
+inline Tensor elu(const Tensor& x, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1) {
+  return detail::unary_op(UnaryOp::Elu, x, EluParams{alpha.to_double(), scale.to_double(), input_scale.to_double()});
+}
+inline Tensor& elu_(Tensor& x, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1) {
+  return detail::unary_inplace(UnaryOp::Elu, x,
+                               EluParams{alpha.to_double(), scale.to_double(), input_scale.to_double()});
+}
+// log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold, as
+// torch.nn.functional.softplus.
+inline Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20) {
+  return detail::unary_op(UnaryOp::Softplus, x, SoftplusParams{beta.to_double(), threshold.to_double()});
+}
 Tensor pow(const Tensor& x, const Scalar& exponent);
 Tensor pow(const Tensor& x, const Tensor& exponent);
 Tensor pow(const Scalar& x, const Tensor& exponent);
@@ -124,6 +153,10 @@ Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
 Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate = "none");
 Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
+// Any activation backward of the op table (is_activation_backward(op)), its
+// forward's params; the saved tensor is the forward's output or input as the
+// table says.
+Tensor activation_backward(BinaryOp op, const Tensor& grad_output, const Tensor& saved, const UnaryParams& params = {});
 }  // namespace detail
 
 }  // namespace tandem

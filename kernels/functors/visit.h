@@ -1,0 +1,174 @@
+// Which functor of kernels/functors/elementwise.h computes each UnaryOp and
+// BinaryOp, generated from the op table (tensor/core/op_table.h) for both
+// backends. A visit_* call builds the functor of an op in the opmath type M
+// and hands it to a generic callable, so each backend keeps its own dtype
+// dispatch and its own loop:
+//
+//   dispatch_floating(dtype, name, [&]<typename T>() {
+//     fn::visit_floating_unary<opmath_t<T>>(op, params, [&](auto f) { cpu_kernel<T, T>(out, {&in}, f); });
+//   });
+//
+// The ops come in groups by the dtypes they are defined on (numeric unary,
+// floating unary, arithmetic binary with the floating-only activation
+// backwards inside it, comparisons), one entry point a group, so a dtype
+// instantiates only the functors of its group.
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+#include "kernels/functors/elementwise.h"
+#include "tensor/core/errors.h"
+#include "tensor/core/macros.h"
+#include "tensor/core/op_table.h"
+#include "tensor/core/scalar.h"
+
+namespace tandem::fn {
+
+// The functor F of an op whose parameter struct is P, built from params.
+template <typename F, typename P, typename Variant>
+F make_functor(const Variant& params) {
+  if constexpr (std::is_same_v<P, NoParams>) {
+    return F{};
+  } else {
+    TANDEM_INTERNAL_ASSERT(std::holds_alternative<P>(params), "make_functor: the op's parameters are missing");
+    return F::make(std::get<P>(params));
+  }
+}
+
+#define TANDEM_VISIT_WHEN_Numeric(...) __VA_ARGS__
+#define TANDEM_VISIT_WHEN_Floating(...)
+#define TANDEM_VISIT_UNLESS_Numeric(...)
+#define TANDEM_VISIT_UNLESS_Floating(...) __VA_ARGS__
+
+// f(functor) for an op with is_numeric_unary(op).
+template <typename M, typename F>
+void visit_numeric_unary(UnaryOp op, const UnaryParams& params, F&& f) {
+  switch (op) {
+#define X(Name, name, dtypes, keeps, Params, ...) \
+  TANDEM_VISIT_WHEN_##dtypes(case UnaryOp::Name : return f(make_functor<Name<M>, Params>(params));)
+    TANDEM_UNARY_OPS(X)
+#undef X
+    default: break;  // the floating ones: visit_floating_unary
+  }
+  TANDEM_INTERNAL_ASSERT(false, "visit_numeric_unary: ", op_name(op), " is floating only");
+}
+
+// f(functor) for an op without is_numeric_unary(op); M is floating.
+template <typename M, typename F>
+void visit_floating_unary(UnaryOp op, const UnaryParams& params, F&& f) {
+  switch (op) {
+#define X(Name, name, dtypes, keeps, Params, ...) \
+  TANDEM_VISIT_UNLESS_##dtypes(case UnaryOp::Name : return f(make_functor<Name<M>, Params>(params));)
+    TANDEM_UNARY_OPS(X)
+#undef X
+    default: break;  // the numeric ones: visit_numeric_unary
+  }
+  TANDEM_INTERNAL_ASSERT(false, "visit_floating_unary: ", op_name(op), " is numeric");
+}
+
+#undef TANDEM_VISIT_WHEN_Numeric
+#undef TANDEM_VISIT_WHEN_Floating
+#undef TANDEM_VISIT_UNLESS_Numeric
+#undef TANDEM_VISIT_UNLESS_Floating
+
+// f(functor) for an activation backward (is_activation_backward(op)); M is
+// floating. params: the forward op's.
+template <typename M, typename F>
+void visit_activation_backward(BinaryOp op, const UnaryParams& params, F&& f) {
+  switch (op) {
+#define X(Name, name, saved, Params) \
+  case BinaryOp::Name: return f(make_functor<Name<M>, Params>(params));
+    TANDEM_ACTIVATION_BACKWARD_OPS(X)
+#undef X
+    default: break;
+  }
+  TANDEM_INTERNAL_ASSERT(false, "visit_activation_backward: ", op_name(op), " is not an activation backward");
+}
+
+// The activation backwards as one functor, the op a member (the same for
+// every element, so the branch is uniform) beside each op's functor: one
+// kernel per dtype instead of one per op. nvcc takes it, whose compile time
+// matters more than a branch per element; host compilers take one functor
+// per op, whose loops vectorize.
+template <typename M>
+struct ActivationBackward {
+  BinaryOp op;
+#define X(Name, ...) Name<M> Name##_{};
+  TANDEM_ACTIVATION_BACKWARD_OPS(X)
+#undef X
+
+  static ActivationBackward make(BinaryOp op, const UnaryParams& params) {
+    ActivationBackward a{op};
+    switch (op) {
+#define X(Name, name, saved, Params) \
+  case BinaryOp::Name: a.Name##_ = make_functor<Name<M>, Params>(params); break;
+      TANDEM_ACTIVATION_BACKWARD_OPS(X)
+#undef X
+      default: TANDEM_INTERNAL_ASSERT(false, "ActivationBackward: ", op_name(op), " is not an activation backward");
+    }
+    return a;
+  }
+
+  TANDEM_HD_INLINE M operator()(M g, M saved) const {
+    switch (op) {
+#define X(Name, ...) \
+  case BinaryOp::Name: return Name##_(g, saved);
+      TANDEM_ACTIVATION_BACKWARD_OPS(X)
+#undef X
+      default: return g;  // unreachable: make() admits activation backwards only
+    }
+  }
+};
+
+// f(functor) for a binary op that is not a comparison: (M, M) -> M. The
+// activation backwards are floating only: an integer or bool M instantiates
+// none of their functors (the front end admits floating dtypes only).
+template <typename M, typename F>
+void visit_arithmetic(BinaryOp op, const Scalar& alpha, const UnaryParams& params, F&& f) {
+  if constexpr (std::is_floating_point_v<M>) {
+#if TANDEM_CUDA_SOURCE
+    if (is_activation_backward(op)) return f(ActivationBackward<M>::make(op, params));
+#else
+    if (is_activation_backward(op)) return visit_activation_backward<M>(op, params, f);
+#endif
+  }
+  switch (op) {
+    case BinaryOp::Add: return f(Add<M>{alpha.to<M>()});
+    case BinaryOp::Sub: return f(Sub<M>{alpha.to<M>()});
+    case BinaryOp::Mul: return f(Mul<M>{});
+    case BinaryOp::Div: return f(Div<M>{});
+    case BinaryOp::Pow: return f(Pow<M>{});
+    case BinaryOp::Maximum: return f(Maximum<M>{});
+    case BinaryOp::Minimum: return f(Minimum<M>{});
+    default: break;
+  }
+  TANDEM_INTERNAL_ASSERT(false, "visit_arithmetic: ", op_name(op), " is a comparison, or floating only");
+}
+
+// f(functor) for a comparison (is_comparison(op)): (M, M) -> bool. Host and
+// device, for Compare; the front end passes comparisons only.
+template <typename M, typename F>
+TANDEM_HD_INLINE decltype(auto) visit_comparison(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::Eq: return f(Eq<M>{});
+    case BinaryOp::Ne: return f(Ne<M>{});
+    case BinaryOp::Lt: return f(Lt<M>{});
+    case BinaryOp::Le: return f(Le<M>{});
+    case BinaryOp::Gt: return f(Gt<M>{});
+    default: return f(Ge<M>{});  // Ge; a device function cannot throw
+  }
+}
+
+// The six comparisons as one functor, the op a member (the same for every
+// element): one kernel per dtype instead of six, for a backend whose compile
+// time matters more than a branch per element (CUDA).
+template <typename M>
+struct Compare {
+  BinaryOp op;
+  TANDEM_HD_INLINE bool operator()(M a, M b) const {
+    return visit_comparison<M>(op, [a, b](auto cmp) { return cmp(a, b); });
+  }
+};
+
+}  // namespace tandem::fn
