@@ -3,9 +3,9 @@
 // bucket, the step counts kept on the cpu.
 #include "optim/adam.h"
 
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/runtime.h"
 
@@ -134,14 +134,8 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
     static const std::vector<Tensor> kNone;
     for (auto& b : buckets) {
       const std::vector<Tensor>& max_exp_avg_sqs = h.amsgrad ? b.states[2] : kNone;
-      switch (backend_of(b.device)) {
-        case Backend::CPU:
-          cpu::adam_step(b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs, b.steps, h);
-          break;
-        case Backend::CUDA:
-          gpu::adam_step(b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs, b.steps, h);
-          break;
-      }
+      dispatch(b.device, cpu::adam_step, gpu::adam_step, b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs,
+               b.steps, h);
       finish_bucket(b);
     }
     for (AdamParamState* state : stepped) increment_step(state->step());

@@ -2,9 +2,9 @@
 // by device and dtype and runs one multi-tensor kernel per bucket.
 #include "optim/sgd.h"
 
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/runtime.h"
 
@@ -96,10 +96,7 @@ Tensor SGD::step(LossClosure closure) {
     static const std::vector<Tensor> kNoBuffers;
     for (auto& b : buckets) {
       const std::vector<Tensor>& buffers = has_momentum ? b.states[0] : kNoBuffers;
-      switch (backend_of(b.device)) {
-        case Backend::CPU: cpu::sgd_step(b.params, b.grads, buffers, b.fresh, h); break;
-        case Backend::CUDA: gpu::sgd_step(b.params, b.grads, buffers, b.fresh, h); break;
-      }
+      dispatch(b.device, cpu::sgd_step, gpu::sgd_step, b.params, b.grads, buffers, b.fresh, h);
       detail::finish_bucket(b);
     }
     for (auto& [impl, buffer] : made) {

@@ -12,10 +12,10 @@
 #include <limits>
 
 #include "helpers.h"
-#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cuda/loops.h"
+#include "kernels/elementwise.h"
 #include "kernels/functors/visit.h"
 #include "tensor/core/shape.h"
 

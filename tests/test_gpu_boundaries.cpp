@@ -19,30 +19,24 @@
 #include <vector>
 
 #include "helpers.h"
-#include "kernels/cpu/conv.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/index.h"
-#include "kernels/cpu/norm.h"
-#include "kernels/cpu/optim.h"
-#include "kernels/cpu/pool.h"
-#include "kernels/cpu/random.h"
-#include "kernels/cpu/ranges.h"
-#include "kernels/cpu/reduce.h"
+#include "kernels/conv.h"
 #include "kernels/cuda/cat_plan.h"
 #include "kernels/cuda/conv.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/index.h"
 #include "kernels/cuda/loops.h"
-#include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_plan.h"
-#include "kernels/cuda/optim.h"
-#include "kernels/cuda/pool.h"
-#include "kernels/cuda/random.h"
-#include "kernels/cuda/ranges.h"
-#include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
 #include "kernels/cuda/shape_ops.h"
+#include "kernels/elementwise.h"
 #include "kernels/elementwise_plan.h"
+#include "kernels/embedding.h"
+#include "kernels/index.h"
+#include "kernels/norm.h"
+#include "kernels/optim.h"
+#include "kernels/pool.h"
+#include "kernels/random.h"
+#include "kernels/ranges.h"
+#include "kernels/reduce.h"
+#include "kernels/softmax.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;
@@ -1252,7 +1246,7 @@ void compare_pools(const Tensor& x, const Pool2dParams& p, const Shape& adaptive
     check_bits(out_g, out_c);
     check_bits(ind_g, ind_c);
     const Tensor gx_c = poison(x.sizes(), dt), gx_g = gx_c.to(kGpu);
-    cpu::max_pool2d_backward(gx_c, gy.cpu, ind_c);
+    cpu::max_pool2d_backward(gx_c, gy.cpu, ind_c, p);
     gpu::max_pool2d_backward(gx_g, gy.gpu, ind_g, p);
     check_result(gx_g, gx_c);
   }

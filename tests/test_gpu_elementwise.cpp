@@ -14,8 +14,7 @@
 #include <string>
 
 #include "helpers.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;

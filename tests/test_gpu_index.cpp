@@ -13,14 +13,12 @@
 #include <string>
 
 #include "helpers.h"
-#include "kernels/cpu/random.h"
-#include "kernels/cpu/ranges.h"
 #include "kernels/cuda/cat_plan.h"
-#include "kernels/cuda/index.h"
 #include "kernels/cuda/index_offsets.h"
-#include "kernels/cuda/random.h"
-#include "kernels/cuda/ranges.h"
 #include "kernels/cuda/shape_ops.h"
+#include "kernels/index.h"
+#include "kernels/random.h"
+#include "kernels/ranges.h"
 
 using namespace tandem;
 

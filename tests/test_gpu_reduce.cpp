@@ -14,8 +14,8 @@
 #include <string>
 
 #include "helpers.h"
-#include "kernels/cpu/reduce.h"
-#include "kernels/cuda/reduce.h"
+#include "kernels/reduce.h"
+#include "kernels/softmax.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "helpers.h"
-#include "kernels/cpu/conv.h"
+#include "kernels/conv.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 #include "reference_data.h"
 
 using namespace tandem;
@@ -550,7 +550,7 @@ TEST_CASE("CPU conv and pooling kernels write every element of a poisoned output
     CHECK(all_finite(out));
     CHECK(idx.min().item<int64_t>() >= 0);
     Tensor gy = randn({2, 3, OH, OW}, dt), gx = poisoned({2, 3, 7, 6});
-    cpu::max_pool2d_backward(gx, gy, idx);
+    cpu::max_pool2d_backward(gx, gy, idx, p);
     CHECK(all_finite(gx));
     out = poisoned({2, 3, OH, OW});
     cpu::avg_pool2d(out, x, p);

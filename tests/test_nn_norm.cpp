@@ -14,9 +14,10 @@
 #include <sstream>
 
 #include "helpers.h"
-#include "kernels/cpu/norm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cuda/norm_plan.h"
+#include "kernels/embedding.h"
+#include "kernels/norm.h"
 #include "reference_data.h"
 
 using namespace tandem;

@@ -11,8 +11,9 @@
 
 #include "helpers.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
+#include "kernels/reduce.h"
+#include "kernels/softmax.h"
 #include "tensor/core/shape.h"
 
 using namespace tandem;

@@ -4,7 +4,7 @@
 // col2im for the input gradient. A 1x1 convolution with stride 1 and no
 // padding reads the input as its own column matrix. Items are split across
 // threads when each one's GEMMs are too small for OpenBLAS to thread them.
-#include "kernels/cpu/conv.h"
+#include "kernels/conv.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/linalg.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/linalg.h"
 #include "tandem/version.h"
 
 #if TANDEM_WITH_OPENBLAS

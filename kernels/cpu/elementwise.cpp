@@ -1,6 +1,6 @@
 // CPU elementwise kernels: each op kind's functor (kernels/functors/visit.h)
 // run through cpu_kernel.
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,12 @@
 // CPU kernels of embedding, forward and backward (contract in
 // kernels/cpu/norm.h): row copies, and a deterministic scatter-add of
 // gradient rows in which each task owns a range of table rows.
+#include "kernels/embedding.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/norm.h"
 #include "kernels/cpu/parallel.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"

@@ -1,7 +1,7 @@
 // CPU kernels of gather, scatter_add, index_select and one_hot. Each walks an
 // ElementwisePlan built from explicit strides: the indexed tensor is viewed
 // with stride 0 along dim and the index value supplies that offset.
-#include "kernels/cpu/index.h"
+#include "kernels/index.h"
 
 #include <algorithm>
 #include <array>

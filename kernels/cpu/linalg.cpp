@@ -2,7 +2,7 @@
 // OpenBLAS calls with transposed and strided operands passed as they lie, a
 // blocked C++ GEMM (integers, and floats in a build without OpenBLAS), and
 // float16/bfloat16 through float32.
-#include "kernels/cpu/linalg.h"
+#include "kernels/linalg.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -335,7 +335,8 @@ void matmul_typed(const Tensor& out, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
+// allow_tf32: the CPU has no TF32; float32 products are float32's.
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool /*allow_tf32*/) {
   dispatch_numeric(out.dtype(), "matmul (cpu)", [&]<typename T>() { matmul_typed<T>(out, a, b); });
 }
 

@@ -11,7 +11,7 @@
 // L < 16) a channel's values are strided, so rows of C * L values are summed
 // into per-block accumulators and merged; the blocks depend on the size
 // only, never on the thread count, so results do not change with it.
-#include "kernels/cpu/norm.h"
+#include "kernels/norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/embedding.h"
 #include "kernels/functors/norm.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"

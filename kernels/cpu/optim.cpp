@@ -4,7 +4,7 @@
 // branch and vectorizes (float32, float64; the 16-bit types convert element
 // by element); tensors above kElementwiseGrain elements are split across
 // threads.
-#include "kernels/cpu/optim.h"
+#include "kernels/optim.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // when there is enough work. Sums and comparisons run in the compute type
 // (float for float16/bfloat16); backward passes scatter each output's
 // gradient into its window, accumulating in the compute type.
-#include "kernels/cpu/pool.h"
+#include "kernels/pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -274,7 +274,9 @@ void max_pool2d(const Tensor& out, const Tensor& indices, const Tensor& input, c
                     [&]<typename T>() { max_pool_typed<T>(out, indices, input, p); });
 }
 
-void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices) {
+// The indices alone say where each gradient goes: the windows are not needed.
+void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices,
+                         const Pool2dParams& /*p*/) {
   dispatch_floating(grad_input.dtype(), "max_pool2d_backward (cpu)",
                     [&]<typename T>() { max_pool_backward_typed<T>(grad_input, grad_out, indices); });
 }

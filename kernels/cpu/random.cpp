@@ -1,10 +1,11 @@
 // CPU random fills: one Philox call per counter, its words spread over the
 // elements that counter serves (tensor/ops/random.h has the map).
-#include "kernels/cpu/random.h"
+#include "kernels/random.h"
 
 #include <type_traits>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/functors/random.h"
 
 namespace tandem::cpu {
 
@@ -17,16 +18,6 @@ template <typename T>
 T* contiguous_data(const Tensor& out) {
   TANDEM_INTERNAL_ASSERT(out.is_contiguous(), "random fills write contiguous outputs");
   return out.data_ptr<T>();
-}
-
-template <typename T>
-T from_int(int64_t v) {
-  if constexpr (std::is_same_v<T, bool>)
-    return v != 0;
-  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    return T(static_cast<float>(v));
-  else
-    return static_cast<T>(v);
 }
 
 // Calls f(i, philox_output, first_word) for every element i < n, where
@@ -89,7 +80,7 @@ void randint(const Tensor& out, PhiloxState st, int64_t low, int64_t high) {
   dispatch_all(out.dtype(), "randint (cpu)", [&]<typename T>() {
     T* p = contiguous_data<T>(out);
     for_each_counter<2>(n, st, [&](int64_t i, const Philox4x32& r, int w) {
-      p[i] = from_int<T>(randint_from_u64(philox_u64(r.w[w], r.w[w + 1]), low, range));
+      p[i] = fn::from_int<T>(randint_from_u64(philox_u64(r.w[w], r.w[w + 1]), low, range));
     });
   });
 }

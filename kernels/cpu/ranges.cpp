@@ -2,7 +2,7 @@
 // the CUDA kernels (kernels/functors/ranges.h): it follows PyTorch's CPU
 // kernels with a*b + c fused into one fma, so the values match torch's and
 // the GPU's bit for bit.
-#include "kernels/cpu/ranges.h"
+#include "kernels/ranges.h"
 
 #include <cmath>
 #include <type_traits>

@@ -3,7 +3,7 @@
 // shape and a workspace from the caching allocator; float32 without TF32,
 // float16/bfloat16 on tensor cores with float32 sums. Without cuDNN, and for
 // sizes its 32-bit descriptors cannot hold: im2col kernels and batched
-// cuBLAS GEMMs (gpu::matmul) over chunks of the batch, the input gradient
+// cuBLAS GEMMs (gpu::matmul_into) over chunks of the batch, the input gradient
 // gathered by a col2im kernel, the weight gradient summed over the chunk by
 // gpu::reduce. Both launch on the current stream of the output's device.
 #include <algorithm>
@@ -19,10 +19,10 @@
 
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/conv.h"
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/linalg.h"
-#include "kernels/cuda/reduce.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
 
 // meson defines TANDEM_WITH_CUDNN=1 for this file when it found cuDNN.
 #ifndef TANDEM_WITH_CUDNN
@@ -218,7 +218,7 @@ void forward_gemm(const Tensor& out, const Tensor& x, const Tensor& weight, cons
     // (B, G, cout_g, L) = (G, cout_g, K) (shared by the items) @ (B, G, K, L)
     const Tensor y = view_of(out, n0 * s.C_out * s.L, {B, s.G, s.cout_g, s.L}, {s.C_out * s.L, s.cout_g * s.L, s.L, 1});
     const Tensor w = view_of(weight, 0, {B, s.G, s.cout_g, s.K}, {0, s.cout_g * s.K, s.K, 1});
-    matmul(y, w, cols, false, bias.defined());
+    matmul_into(y, w, cols, false, bias.defined());
   }
 }
 
@@ -232,11 +232,12 @@ void backward_input_gemm(const Tensor& grad_input, const Tensor& grad_out, const
         view_of(grad_out, n0 * s.C_out * s.L, {B, s.G, s.cout_g, s.L}, {s.C_out * s.L, s.cout_g * s.L, s.L, 1});
     if (s.direct) {
       // The input gradient is the column matrix itself.
-      matmul(view_of(grad_input, n0 * s.C_in * s.L, {B, s.G, s.K, s.L}, {s.C_in * s.L, s.K * s.L, s.L, 1}), wt, gy);
+      matmul_into(view_of(grad_input, n0 * s.C_in * s.L, {B, s.G, s.K, s.L}, {s.C_in * s.L, s.K * s.L, s.L, 1}), wt, gy,
+                  false, false);
       continue;
     }
     const Tensor cols = scratch(grad_input.device().index(), sums_dtype(grad_input.dtype()), {B, s.G, s.K, s.L});
-    matmul(cols, wt, gy);
+    matmul_into(cols, wt, gy, false, false);
     launch_col2im(cols, contiguous_view(grad_input, n0 * s.C_in * s.H * s.W, {B, s.C_in, s.H, s.W}), B, s,
                   {s.G * s.K * s.L, s.L});
   }
@@ -259,7 +260,7 @@ void backward_weight_gemm(const Tensor& grad_weight, const Tensor& grad_out, con
     const Tensor gy =
         view_of(grad_out, n0 * s.C_out * s.L, {B, s.G, s.cout_g, s.L}, {s.C_out * s.L, s.cout_g * s.L, s.L, 1});
     const Tensor per_item = scratch(device, sums, {B, s.G, s.cout_g, s.K});
-    matmul(per_item, gy, colst);
+    matmul_into(per_item, gy, colst, false, false);
     if (n0 == 0) {
       reduce(ReduceOp::Sum, gw, per_item);
     } else {

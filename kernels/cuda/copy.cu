@@ -2,8 +2,8 @@
 // shape. Contiguous copies of one dtype are a cudaMemcpyAsync; other copies
 // of one dtype move raw bits by element size, through a shared-memory tile
 // when the copy transposes; conversions apply fn::Cast through gpu_kernel.
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/loops.cuh"
+#include "kernels/elementwise.h"
 #include "kernels/functors/elementwise.h"
 
 namespace tandem::gpu {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/loops.cuh"
+#include "kernels/elementwise.h"
 #include "kernels/functors/elementwise.h"
 #include "kernels/functors/visit.h"
 

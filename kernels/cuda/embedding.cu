@@ -14,7 +14,7 @@
 #include "kernels/cuda/block_reduce.cuh"  // load_as, store_as
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/loops.h"
-#include "kernels/cuda/norm.h"
+#include "kernels/embedding.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 

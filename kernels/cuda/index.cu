@@ -8,10 +8,10 @@
 
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/cat_plan.h"
-#include "kernels/cuda/index.h"
 #include "kernels/cuda/index_offsets.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/shape_ops.h"
+#include "kernels/index.h"
 
 namespace tandem::gpu {
 

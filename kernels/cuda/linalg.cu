@@ -311,7 +311,11 @@ void matmul_integer(const Tensor& out, const Tensor& a, const Tensor& b, const G
 
 }  // namespace
 
-void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32, bool accumulate) {
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32) {
+  matmul_into(out, a, b, allow_tf32, false);
+}
+
+void matmul_into(const Tensor& out, const Tensor& a, const Tensor& b, bool allow_tf32, bool accumulate) {
   if (out.numel() == 0) return;
   TANDEM_INTERNAL_ASSERT(!accumulate || is_floating_point(out.dtype()), "matmul: accumulate is for floating dtypes");
   TANDEM_INTERNAL_ASSERT(

@@ -1,6 +1,6 @@
-// The error every CUDA entry point throws in a build without CUDA (the
-// stub*.cpp files). Emulated devices never get here: their ops run on the
-// CPU kernels.
+// The error every CUDA entry point throws in a build without CUDA: the
+// kernels' (kernels/contract.h) and the runtime layer's (kernels/cuda/stub.cpp).
+// Emulated devices never get here: their ops run on the CPU kernels.
 #pragma once
 
 #include "tensor/core/errors.h"

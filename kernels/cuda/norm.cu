@@ -29,9 +29,10 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/loops.h"
-#include "kernels/cuda/norm.h"
 #include "kernels/cuda/norm_plan.h"
+#include "kernels/embedding.h"
 #include "kernels/functors/norm.h"
+#include "kernels/norm.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 

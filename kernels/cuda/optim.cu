@@ -17,9 +17,9 @@
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/optim.h"
 #include "kernels/functors/optim.h"
 #include "kernels/functors/reduce.h"
+#include "kernels/optim.h"
 
 namespace tandem::gpu {
 

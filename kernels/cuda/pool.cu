@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/pool.h"
+#include "kernels/pool.h"
 
 namespace tandem::gpu {
 

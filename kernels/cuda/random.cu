@@ -10,22 +10,12 @@
 #include <type_traits>
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/random.h"
+#include "kernels/functors/random.h"
+#include "kernels/random.h"
 
 namespace tandem::gpu {
 
 namespace {
-
-// An integer in the dtype, as kernels/cpu/random.cpp converts it.
-template <typename T>
-__device__ __forceinline__ T from_int(int64_t v) {
-  if constexpr (std::is_same_v<T, bool>)
-    return v != 0;
-  else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    return T(static_cast<float>(v));
-  else
-    return static_cast<T>(v);
-}
 
 __device__ __forceinline__ Philox4x32 draw(PhiloxState st, int64_t counter) {
   return philox(st.offset + static_cast<uint64_t>(counter), 0, st.seed);
@@ -87,7 +77,7 @@ __global__ void randint_kernel(T* out, int64_t n, PhiloxState st, int64_t low, u
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       if (first + j < n)
-        out[first + j] = from_int<T>(randint_from_u64(philox_u64(r.w[2 * j], r.w[2 * j + 1]), low, range));
+        out[first + j] = fn::from_int<T>(randint_from_u64(philox_u64(r.w[2 * j], r.w[2 * j + 1]), low, range));
     }
   }
 }

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/ranges.h"
 #include "kernels/functors/ranges.h"
+#include "kernels/ranges.h"
 
 namespace tandem::gpu {
 

@@ -14,9 +14,9 @@
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
 #include "kernels/functors/reduce.h"
+#include "kernels/reduce.h"
 
 namespace tandem::gpu {
 

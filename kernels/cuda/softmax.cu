@@ -16,9 +16,10 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/launch.cuh"
-#include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
 #include "kernels/functors/reduce.h"
+#include "kernels/functors/softmax.h"
+#include "kernels/softmax.h"
 #include "tensor/core/shape.h"
 
 namespace tandem::gpu {
@@ -231,8 +232,7 @@ __global__ void __launch_bounds__(kSoftmaxColumnThreads)
 }
 
 // ---- backward: grad_in from the forward's output and grad, one sum per row
-// (of grad * out for softmax, of grad for log_softmax); the math of
-// softmax_grad_term / softmax_grad_out in kernels/cpu/reduce.cpp.
+// (of grad * out for softmax, of grad for log_softmax).
 
 // A lane of the register kernel holds grad and out: half the forward's slots
 // each, so that a lane keeps the forward's 128 bytes (its registers are
@@ -240,14 +240,17 @@ __global__ void __launch_bounds__(kSoftmaxColumnThreads)
 template <typename M>
 inline constexpr int softmax_backward_per_thread = softmax_per_thread<M> / 2;
 
+// The shared terms (kernels/functors/softmax.h) with log known at run time:
+// one kernel serves both ops, the branch uniform across the launch.
 template <typename M>
 __device__ __forceinline__ M softmax_grad_term(M g, M y, bool log) {
-  return log ? g : g * y;
+  return log ? fn::softmax_grad_term<true>(g, y) : fn::softmax_grad_term<false>(g, y);
 }
 // exp(out) of log_softmax as the forward's register kernel takes it.
 template <typename T, typename M>
 __device__ __forceinline__ M softmax_grad_out(M g, M y, M sum, bool log) {
-  return log ? g - softmax_exp<T>(y) * sum : y * (g - sum);
+  auto exp = [](M v) { return softmax_exp<T>(v); };
+  return log ? fn::softmax_grad_out<true>(g, y, sum, exp) : fn::softmax_grad_out<false>(g, y, sum, exp);
 }
 
 // Rows in registers, laid out as softmax_rows_kernel.

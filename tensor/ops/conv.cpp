@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "kernels/cpu/conv.h"
+#include "kernels/conv.h"
 #include "kernels/cuda/conv.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
@@ -127,10 +127,7 @@ Tensor run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const
     return out;
   }
   const Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
-  switch (backend_of(x.device())) {
-    case Backend::CPU: cpu::conv2d(out, xc, wc, bc, p); break;
-    case Backend::CUDA: gpu::conv2d(out, xc, wc, bc, p); break;
-  }
+  dispatch(x.device(), cpu::conv2d, gpu::conv2d, out, xc, wc, bc, p);
   return out;
 }
 
@@ -249,10 +246,7 @@ Tensor detail::conv2d_backward_input(const Tensor& grad_out, const Tensor& weigh
   if (grad_input.numel() == 0) return grad_input;
   if (grad_out.numel() == 0) return grad_input.zero_();
   const Tensor gy = grad_out.contiguous(), w = weight.contiguous();
-  switch (backend_of(weight.device())) {
-    case Backend::CPU: cpu::conv2d_backward_input(grad_input, gy, w, p); break;
-    case Backend::CUDA: gpu::conv2d_backward_input(grad_input, gy, w, p); break;
-  }
+  dispatch(weight.device(), cpu::conv2d_backward_input, gpu::conv2d_backward_input, grad_input, gy, w, p);
   return grad_input;
 }
 
@@ -266,10 +260,7 @@ Tensor detail::conv2d_backward_weight(const Tensor& grad_out, const Tensor& inpu
   if (grad_weight.numel() == 0) return grad_weight;
   if (grad_out.numel() == 0) return grad_weight.zero_();
   const Tensor gy = grad_out.contiguous(), x = input.contiguous();
-  switch (backend_of(input.device())) {
-    case Backend::CPU: cpu::conv2d_backward_weight(grad_weight, gy, x, p); break;
-    case Backend::CUDA: gpu::conv2d_backward_weight(grad_weight, gy, x, p); break;
-  }
+  dispatch(input.device(), cpu::conv2d_backward_weight, gpu::conv2d_backward_weight, grad_weight, gy, x, p);
   return grad_weight;
 }
 

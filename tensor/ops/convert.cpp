@@ -1,7 +1,6 @@
 // Conversions between devices and dtypes: to(), copy_(), contiguous(),
 // clone(), item(). copy_ and to() are the only ways data crosses devices.
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/elementwise.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -19,10 +18,7 @@ void not_implemented_on(const char* op, Device device, Dtype dtype) {
 namespace {
 // Same-device elementwise copy with dtype conversion and broadcasting.
 void copy_same_device(const Tensor& dst, const Tensor& src) {
-  switch (backend_of(dst.device())) {
-    case Backend::CPU: return cpu::copy(dst, src);
-    case Backend::CUDA: return gpu::copy(dst, src);
-  }
+  return dispatch(dst.device(), cpu::copy, gpu::copy, dst, src);
 }
 
 bool same_view(const Tensor& a, const Tensor& b) {

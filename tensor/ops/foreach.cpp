@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/optim.h"
-#include "kernels/cuda/optim.h"
+#include "kernels/optim.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/ops/checks.h"
+#include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/runtime.h"
 #include "tensor/ops/shape_ops.h"
@@ -62,10 +62,7 @@ Tensor foreach_norm(const std::vector<Tensor>& tensors, double p) {
   const std::vector<Tensor>& dense = copies.empty() ? tensors : copies;
   Tensor out = make_result({static_cast<int64_t>(tensors.size())}, tensors[0].dtype(), device,
                            Origin::computed(op, tensors[0].origin()));
-  switch (backend_of(device)) {
-    case Backend::CPU: cpu::foreach_norm(dense, p, out); break;
-    case Backend::CUDA: gpu::foreach_norm(dense, p, out); break;
-  }
+  dispatch(device, cpu::foreach_norm, gpu::foreach_norm, dense, p, out);
   return out;
 }
 
@@ -89,10 +86,7 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
     for (const Tensor& t : tensors) (t.is_contiguous() ? some : strided).push_back(t);
   const std::vector<Tensor>& dense = all_dense ? tensors : some;
   if (!dense.empty()) {
-    switch (backend_of(s.device())) {
-      case Backend::CPU: cpu::foreach_mul_(dense, s); break;
-      case Backend::CUDA: gpu::foreach_mul_(dense, s); break;
-    }
+    dispatch(s.device(), cpu::foreach_mul_, gpu::foreach_mul_, dense, s);
     // Written in place: bumped as an in-place op would.
     for (const Tensor& t : dense) t.storage()->bump_version();
   }

@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <tuple>
 
-#include "kernels/cpu/index.h"
-#include "kernels/cuda/index.h"
+#include "kernels/index.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -67,10 +66,7 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
 
 void run_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   if (index.numel() == 0) return;
-  switch (backend_of(self.device())) {
-    case Backend::CPU: return cpu::scatter_add(self, dim, index, src);
-    case Backend::CUDA: return gpu::scatter_add(self, dim, index, src);
-  }
+  return dispatch(self.device(), cpu::scatter_add, gpu::scatter_add, self, dim, index, src);
 }
 
 // Gather, IndexSelect: inputs {t}, saved {index}, ints {dim} (wrapped).
@@ -92,10 +88,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   if (index.numel() != 0) {
     check_index_int64("gather", index);
     check_gather_shape(t, dim, index);
-    switch (backend_of(t.device())) {
-      case Backend::CPU: cpu::gather(out, t, dim, index); break;
-      case Backend::CUDA: gpu::gather(out, t, dim, index); break;
-    }
+    dispatch(t.device(), cpu::gather, gpu::gather, out, t, dim, index);
   }
   record_index_op(rec, dim, index);
   return rec.finish(out);
@@ -124,10 +117,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (t.dim() > 0) shape[dim] = index.numel();
   autograd::Recorder rec(autograd::GradOp::IndexSelect, {t});
   Tensor out = detail::make_result(shape, t.dtype(), t.device(), Origin::computed("index_select", t.origin()));
-  switch (backend_of(t.device())) {
-    case Backend::CPU: cpu::index_select(out, t, dim, index); break;
-    case Backend::CUDA: gpu::index_select(out, t, dim, index); break;
-  }
+  dispatch(t.device(), cpu::index_select, gpu::index_select, out, t, dim, index);
   record_index_op(rec, dim, index);
   return rec.finish(out);
 }
@@ -154,10 +144,7 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
                " with num_classes = ", num_classes);
   shape.push_back(num_classes);
   Tensor out = detail::make_result(shape, kInt64, t.device(), origin);
-  switch (backend_of(t.device())) {
-    case Backend::CPU: cpu::one_hot(out, t); break;
-    case Backend::CUDA: gpu::one_hot(out, t); break;
-  }
+  dispatch(t.device(), cpu::one_hot, gpu::one_hot, out, t);
   return out;
 }
 

@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/cpu/linalg.h"
-#include "kernels/cuda/linalg.h"
+#include "kernels/linalg.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -78,10 +77,7 @@ Tensor run_product(const char* op, const Tensor& a, const Tensor& b, const Shape
   Tensor out = detail::make_result(out_shape, a.dtype(), a.device(), Origin::computed(op, a.origin()));
   Shape kshape = concat(batch, Shape{M, N});
   Tensor ov = detail::make_view(out, kshape, contiguous_strides(kshape), out.storage_offset());
-  switch (backend_of(out.device())) {
-    case Backend::CPU: cpu::matmul(ov, av, bv); break;
-    case Backend::CUDA: gpu::matmul(ov, av, bv, cuda::matmul_allow_tf32()); break;
-  }
+  dispatch(out.device(), cpu::matmul, gpu::matmul, ov, av, bv, cuda::matmul_allow_tf32());
   return out;
 }
 

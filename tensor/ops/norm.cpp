@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/norm.h"
-#include "kernels/cuda/norm.h"
+#include "kernels/embedding.h"
+#include "kernels/norm.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -123,10 +123,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   Tensor out = detail::make_result(input.sizes(), input.dtype(), device, origin);
   Tensor mean = detail::make_result({C}, M, device, origin);
   Tensor invstd = detail::make_result({C}, M, device, origin);
-  switch (backend_of(device)) {
-    case Backend::CPU: cpu::batch_norm(out, mean, invstd, in, w, b, rm, rv, training, momentum, eps); break;
-    case Backend::CUDA: gpu::batch_norm(out, mean, invstd, in, w, b, rm, rv, training, momentum, eps); break;
-  }
+  dispatch(device, cpu::batch_norm, gpu::batch_norm, out, mean, invstd, in, w, b, rm, rv, training, momentum, eps);
   if (training && input.numel() > 0) {
     NoGradGuard no_grad;
     for (const auto& [stat, written] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
@@ -183,10 +180,8 @@ std::tuple<Tensor, Tensor, Tensor> detail::batch_norm_backward(const Tensor& gra
   Tensor grad_input = output_mask[0] ? detail::make_result(input.sizes(), input.dtype(), device, origin) : Tensor();
   Tensor grad_weight = output_mask[1] ? detail::make_result({C}, M, device, origin) : Tensor();
   Tensor grad_bias = output_mask[2] ? detail::make_result({C}, M, device, origin) : Tensor();
-  switch (backend_of(device)) {
-    case Backend::CPU: cpu::batch_norm_backward(grad_input, grad_weight, grad_bias, g, x, w, mu, is, training); break;
-    case Backend::CUDA: gpu::batch_norm_backward(grad_input, grad_weight, grad_bias, g, x, w, mu, is, training); break;
-  }
+  dispatch(device, cpu::batch_norm_backward, gpu::batch_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
+           is, training);
   return {grad_input, to_param_dtype(grad_weight, weight), to_param_dtype(grad_bias, weight)};
 }
 
@@ -237,10 +232,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
   Tensor out = detail::make_result(input.sizes(), input.dtype(), device, origin);
   Tensor mean = detail::make_result({rows}, M, device, origin);
   Tensor invstd = detail::make_result({rows}, M, device, origin);
-  switch (backend_of(device)) {
-    case Backend::CPU: cpu::layer_norm(out, mean, invstd, in, w, b, eps); break;
-    case Backend::CUDA: gpu::layer_norm(out, mean, invstd, in, w, b, eps); break;
-  }
+  dispatch(device, cpu::layer_norm, gpu::layer_norm, out, mean, invstd, in, w, b, eps);
   if (rec) {
     rec.save(input);
     rec.save(weight);
@@ -281,10 +273,8 @@ std::tuple<Tensor, Tensor, Tensor> detail::layer_norm_backward(const Tensor& gra
   Tensor grad_input = output_mask[0] ? detail::make_result(input.sizes(), input.dtype(), device, origin) : Tensor();
   Tensor grad_weight = output_mask[1] ? detail::make_result(normalized_shape, M, device, origin) : Tensor();
   Tensor grad_bias = output_mask[2] ? detail::make_result(normalized_shape, M, device, origin) : Tensor();
-  switch (backend_of(device)) {
-    case Backend::CPU: cpu::layer_norm_backward(grad_input, grad_weight, grad_bias, g, x, w, mu, is); break;
-    case Backend::CUDA: gpu::layer_norm_backward(grad_input, grad_weight, grad_bias, g, x, w, mu, is); break;
-  }
+  dispatch(device, cpu::layer_norm_backward, gpu::layer_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
+           is);
   return {grad_input, to_param_dtype(grad_weight, weight), to_param_dtype(grad_bias, weight)};
 }
 
@@ -322,10 +312,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   shape.push_back(D);
   Tensor out = detail::make_result(shape, weight.dtype(), weight.device(), Origin::computed(op, weight.origin()));
   const Tensor w = weight.contiguous(), idx = indices.contiguous().reshape({indices.numel()});
-  switch (backend_of(weight.device())) {
-    case Backend::CPU: cpu::embedding(out, w, idx); break;
-    case Backend::CUDA: gpu::embedding(out, w, idx); break;
-  }
+  dispatch(weight.device(), cpu::embedding, gpu::embedding, out, w, idx);
   if (rec) {
     rec.save(indices);
     rec.node().ints = {num, pad, scale_grad_by_freq ? 1 : 0};
@@ -363,14 +350,8 @@ Tensor detail::embedding_backward(const Tensor& grad_out, const Tensor& indices,
   Tensor grad_weight = detail::make_result({num_weights, D}, grad_out.dtype(), grad_out.device(),
                                            Origin::computed(op, grad_out.origin()));
   const Tensor g = grad_out.contiguous().reshape({K, D}), idx = indices.contiguous().reshape({K});
-  switch (backend_of(grad_out.device())) {
-    case Backend::CPU:
-      cpu::embedding_backward(grad_weight, g, idx, padding_idx.value_or(-1), scale_grad_by_freq);
-      break;
-    case Backend::CUDA:
-      gpu::embedding_backward(grad_weight, g, idx, padding_idx.value_or(-1), scale_grad_by_freq);
-      break;
-  }
+  dispatch(grad_out.device(), cpu::embedding_backward, gpu::embedding_backward, grad_weight, g, idx,
+           padding_idx.value_or(-1), scale_grad_by_freq);
   return grad_weight;
 }
 

@@ -7,8 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cpu/pool.h"
-#include "kernels/cuda/pool.h"
+#include "kernels/pool.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -141,10 +140,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
     Recorder rec(GradOp::MaxPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      switch (backend_of(x.device())) {
-        case Backend::CPU: cpu::max_pool2d(out, indices, xc, p); break;
-        case Backend::CUDA: gpu::max_pool2d(out, indices, xc, p); break;
-      }
+      dispatch(x.device(), cpu::max_pool2d, gpu::max_pool2d, out, indices, xc, p);
     }
     if (rec) {
       rec.node().ints = window_ints(p);
@@ -180,10 +176,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
     Recorder rec(GradOp::AvgPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      switch (backend_of(x.device())) {
-        case Backend::CPU: cpu::avg_pool2d(out, xc, p); break;
-        case Backend::CUDA: gpu::avg_pool2d(out, xc, p); break;
-      }
+      dispatch(x.device(), cpu::avg_pool2d, gpu::avg_pool2d, out, xc, p);
     }
     if (rec) {
       rec.node().ints = window_ints(p);
@@ -219,10 +212,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
     Recorder rec(GradOp::AdaptiveAvgPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      switch (backend_of(x.device())) {
-        case Backend::CPU: cpu::adaptive_avg_pool2d(out, xc); break;
-        case Backend::CUDA: gpu::adaptive_avg_pool2d(out, xc); break;
-      }
+      dispatch(x.device(), cpu::adaptive_avg_pool2d, gpu::adaptive_avg_pool2d, out, xc);
     }
     rec.finish(out);
   }
@@ -248,10 +238,7 @@ Tensor detail::max_pool2d_backward(const Tensor& grad_out, const Tensor& indices
   Tensor grad_input = make_grad_input(name, grad_out, input_sizes);
   if (grad_input.numel() == 0) return grad_input;
   const Tensor gy = grad_out.contiguous(), ind = indices.contiguous();
-  switch (backend_of(grad_out.device())) {
-    case Backend::CPU: cpu::max_pool2d_backward(grad_input, gy, ind); break;
-    case Backend::CUDA: gpu::max_pool2d_backward(grad_input, gy, ind, p); break;
-  }
+  dispatch(grad_out.device(), cpu::max_pool2d_backward, gpu::max_pool2d_backward, grad_input, gy, ind, p);
   return grad_input;
 }
 
@@ -271,10 +258,7 @@ Tensor detail::avg_pool2d_backward(const Tensor& grad_out, IntArrayRef input_siz
   Tensor grad_input = make_grad_input(name, grad_out, input_sizes);
   if (grad_input.numel() == 0) return grad_input;
   const Tensor gy = grad_out.contiguous();
-  switch (backend_of(grad_out.device())) {
-    case Backend::CPU: cpu::avg_pool2d_backward(grad_input, gy, p); break;
-    case Backend::CUDA: gpu::avg_pool2d_backward(grad_input, gy, p); break;
-  }
+  dispatch(grad_out.device(), cpu::avg_pool2d_backward, gpu::avg_pool2d_backward, grad_input, gy, p);
   return grad_input;
 }
 
@@ -288,10 +272,7 @@ Tensor detail::adaptive_avg_pool2d_backward(const Tensor& grad_out, IntArrayRef 
   if (grad_input.numel() == 0) return grad_input;
   if (grad_out.numel() == 0) return grad_input.zero_();
   const Tensor gy = grad_out.contiguous();
-  switch (backend_of(grad_out.device())) {
-    case Backend::CPU: cpu::adaptive_avg_pool2d_backward(grad_input, gy); break;
-    case Backend::CUDA: gpu::adaptive_avg_pool2d_backward(grad_input, gy); break;
-  }
+  dispatch(grad_out.device(), cpu::adaptive_avg_pool2d_backward, gpu::adaptive_avg_pool2d_backward, grad_input, gy);
   return grad_input;
 }
 

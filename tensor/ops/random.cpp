@@ -6,8 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "kernels/cpu/random.h"
-#include "kernels/cuda/random.h"
+#include "kernels/random.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -148,24 +147,16 @@ uint64_t randint_counters(int64_t n) { return ceil_div(n, 2); }
 // out is contiguous and freshly allocated or owned by the caller.
 
 void fill_uniform(const Tensor& out, Generator& gen, double from, double to) {
-  switch (backend_of(out.device())) {
-    case Backend::CPU: return cpu::uniform(out, gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
-    case Backend::CUDA: return gpu::uniform(out, gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
-  }
+  return dispatch(out.device(), cpu::uniform, gpu::uniform, out,
+                  gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
 }
 
 void fill_normal(const Tensor& out, Generator& gen, double mean, double std) {
-  switch (backend_of(out.device())) {
-    case Backend::CPU: return cpu::normal(out, gen.reserve(normal_counters(out.numel())), mean, std);
-    case Backend::CUDA: return gpu::normal(out, gen.reserve(normal_counters(out.numel())), mean, std);
-  }
+  return dispatch(out.device(), cpu::normal, gpu::normal, out, gen.reserve(normal_counters(out.numel())), mean, std);
 }
 
 void fill_randint(const Tensor& out, Generator& gen, int64_t low, int64_t high) {
-  switch (backend_of(out.device())) {
-    case Backend::CPU: return cpu::randint(out, gen.reserve(randint_counters(out.numel())), low, high);
-    case Backend::CUDA: return gpu::randint(out, gen.reserve(randint_counters(out.numel())), low, high);
-  }
+  return dispatch(out.device(), cpu::randint, gpu::randint, out, gen.reserve(randint_counters(out.numel())), low, high);
 }
 
 TensorOptions like(const Tensor& t, const TensorOptions& options) {

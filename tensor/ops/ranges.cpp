@@ -1,12 +1,11 @@
 // Front end of the value factories: arange, linspace, eye and tensor() from
 // nested lists (checks, dtype inference, allocation, dispatch).
-#include "kernels/cpu/ranges.h"
+#include "kernels/ranges.h"
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "kernels/cuda/ranges.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -87,10 +86,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     size = static_cast<int64_t>(size_d);
   }
   Tensor out = detail::create("tandem::arange", {size}, options.dtype(dt), loc);
-  switch (backend_of(out.device())) {
-    case Backend::CPU: cpu::arange(out, start, step); break;
-    case Backend::CUDA: gpu::arange(out, start, step); break;
-  }
+  dispatch(out.device(), cpu::arange, gpu::arange, out, start, step);
   return detail::finish_factory(out, options.dtype(dt));
 }
 
@@ -107,10 +103,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   check_fits("linspace", start, dt);
   check_fits("linspace", end, dt);
   Tensor out = detail::create("tandem::linspace", {steps}, options.dtype(dt), loc);
-  switch (backend_of(out.device())) {
-    case Backend::CPU: cpu::linspace(out, start, end); break;
-    case Backend::CUDA: gpu::linspace(out, start, end); break;
-  }
+  dispatch(out.device(), cpu::linspace, gpu::linspace, out, start, end);
   return detail::finish_factory(out, options.dtype(dt));
 }
 
@@ -120,10 +113,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& options, SourceLoc loc) {
   TANDEM_CHECK(n >= 0, ValueError, "n must be greater or equal to 0, got ", n);
   TANDEM_CHECK(m >= 0, ValueError, "m must be greater or equal to 0, got ", m);
   Tensor out = detail::create("tandem::eye", {n, m}, options, loc);
-  switch (backend_of(out.device())) {
-    case Backend::CPU: cpu::eye(out); break;
-    case Backend::CUDA: gpu::eye(out); break;
-  }
+  dispatch(out.device(), cpu::eye, gpu::eye, out);
   return detail::finish_factory(out, options);
 }
 

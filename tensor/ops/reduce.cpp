@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/reduce.h"
-#include "kernels/cuda/reduce.h"
+#include "kernels/reduce.h"
+#include "kernels/softmax.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -80,19 +80,13 @@ void record_reduction(Recorder& rec, const ReduceShape& r, bool keepdim) {
 Tensor reduce_op(ReduceOp op, const char* name, const Tensor& in, const ReduceShape& r, const Origin& origin,
                  const ReduceParams& params = {}) {
   Tensor out = detail::make_result(r.out, in.dtype(), in.device(), Origin::computed(name, origin));
-  switch (backend_of(in.device())) {
-    case Backend::CPU: cpu::reduce(op, keepdim_view(out, r), in, params); break;
-    case Backend::CUDA: gpu::reduce(op, keepdim_view(out, r), in, params); break;
-  }
+  dispatch(in.device(), cpu::reduce, gpu::reduce, op, keepdim_view(out, r), in, params);
   return out;
 }
 
 // values may be undefined (argmax, argmin).
 void run_arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in) {
-  switch (backend_of(in.device())) {
-    case Backend::CPU: return cpu::arg_reduce(is_max, values, indices, in);
-    case Backend::CUDA: return gpu::arg_reduce(is_max, values, indices, in);
-  }
+  return dispatch(in.device(), cpu::arg_reduce, gpu::arg_reduce, is_max, values, indices, in);
 }
 
 // Integers and bool sum and multiply to int64, as torch.
@@ -211,10 +205,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Recorder rec(log ? GradOp::LogSoftmax : GradOp::Softmax, {x});
   Tensor in = x.to(dt).contiguous();
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
-  switch (backend_of(x.device())) {
-    case Backend::CPU: cpu::softmax(out, in, d, log); break;
-    case Backend::CUDA: gpu::softmax(out, in, d, log); break;
-  }
+  dispatch(x.device(), cpu::softmax, gpu::softmax, out, in, d, log);
   if (rec) {
     rec.node().ints = {d};  // see record_reduction
     rec.save_output(out);
@@ -353,10 +344,7 @@ Tensor detail::softmax_backward_data(const Tensor& grad, const Tensor& output, i
   const Tensor g = grad.contiguous(), y = output.contiguous();
   Tensor grad_in =
       detail::make_result(output.sizes(), output.dtype(), output.device(), Origin::computed(name, grad.origin()));
-  switch (backend_of(output.device())) {
-    case Backend::CPU: cpu::softmax_backward(grad_in, g, y, d, log); break;
-    case Backend::CUDA: gpu::softmax_backward(grad_in, g, y, d, log); break;
-  }
+  dispatch(output.device(), cpu::softmax_backward, gpu::softmax_backward, grad_in, g, y, d, log);
   return grad_in;
 }
 

@@ -1,0 +1,47 @@
+// The optimizers' multi-tensor ("foreach") updates and the foreach ops'
+// per-tensor norms and scaling (tensor/ops/foreach.h, behind
+// nn::utils::clip_grad_norm_), both backends (kernels/contract.h):
+// kernels/cpu/optim.cpp, kernels/cuda/optim.cu. Each takes lists of tensors of
+// one device and one floating dtype (float32, float64, float16, bfloat16),
+// every tensor contiguous and the i-th tensor of every list with as many
+// elements as params[i]. The front ends (optim/optimizer.cpp,
+// tensor/ops/foreach.cpp) check that; the kernels allocate nothing.
+//
+// sgd_step: SGD on every tensor: params and momentum_buffers in place
+//   (fn::sgd_update). momentum_buffers is empty when h.momentum is 0; fresh[i] !=
+//   0 says buffer i was just made, zeroed, and takes d_p this step.
+// adam_step: Adam / AdamW on every tensor: params and moments in place
+//   (fn::adam_moments, fn::adam_apply). steps[i] is parameter i's step count after
+//   this step's increment; max_exp_avg_sqs is empty unless h.amsgrad.
+// foreach_norm: out[i] = ||tensors[i]||_p (p = 2, 1, 0, inf, -inf or any other
+//   order, as tandem::norm), accumulated in float64. out: (n,) contiguous, of the
+//   tensors' dtype. An empty tensor takes the order's identity, projected; the
+//   front end refuses the orders without one (inf, -inf, p < 0).
+// foreach_mul_: tensors[i] *= scale, in the opmath type; scale: one element of the
+//   tensors' dtype, on their device.
+//
+// On CUDA each packs the pointers and sizes of many tensors into one kernel
+// argument and runs a block per 64K-element chunk of any of them, so a step
+// costs one launch per few hundred tensors, not one per tensor; they launch on
+// the current stream of the tensors' device.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/contract.h"
+#include "kernels/functors/optim.h"
+#include "tensor/core/tensor.h"
+
+#define TANDEM_OPTIM_KERNELS(K)                                                                                        \
+  K(void, sgd_step,                                                                                                    \
+    (const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& momentum_buffers, \
+     const std::vector<uint8_t>& fresh, const fn::SgdHyper& h))                                                        \
+  K(void, adam_step,                                                                                                   \
+    (const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,         \
+     const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,                               \
+     const std::vector<double>& steps, const fn::AdamHyper& h))                                                        \
+  K(void, foreach_norm, (const std::vector<Tensor>& tensors, double p, const Tensor& out))                             \
+  K(void, foreach_mul_, (const std::vector<Tensor>& tensors, const Tensor& scale))
+
+TANDEM_KERNELS(TANDEM_OPTIM_KERNELS)
