@@ -338,7 +338,13 @@ void print_preamble(const Config& cfg, int hardware_threads) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  return bench::run_device_bench("bench_autograd", argc, argv, cfg, [&] {
+  const bench::Program program{
+      .name = "bench_autograd",
+      .about =
+          "Tandem's autograd on the cpu or a GPU beside the same forward without recording and an MLP's GEMMs "
+          "without the graph",
+      .quick = "A quarter of the sampling time"};
+  return bench::run_device_bench(program, argc, argv, cfg, [&] {
     const int all = bench::hardware_threads();
     print_preamble(cfg, all);
     table.header();

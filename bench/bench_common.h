@@ -2,7 +2,7 @@
 // benches bench_autograd, bench_nn, bench_norm, bench_optim) share: sampling a
 // callable in batches and taking the median (on a device: ending each batch
 // with a synchronisation), the fields and lines of their tables, their common
-// command-line options, and the device benches' start-up.
+// options (read by bench_options.h), and the device benches' start-up.
 #pragma once
 
 #include <algorithm>
@@ -10,14 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_options.h"
 #include "tandem/tandem.h"
 #include "tensor/ops/runtime.h"
 
@@ -155,33 +155,12 @@ void print_row(const char* format, const Fields&... fields) {
 
 // ---------------------------------------------------------------- command line
 
-// The options both take; each program's Config extends them.
+// The options every bench takes (bench_options.h parses them); each
+// program's Config extends them.
 struct Options {
   bool quick = false;
   std::string filter;  // run only the cases whose section or name contains it
 };
-
-// Reads [--quick] [--filter SUBSTR] into o, [--device SPEC] into *device
-// where device is given and [--threads N] (at least 1) into *threads where
-// threads is given (each left as it is when its option is absent); exits 2
-// with the usage on anything else.
-inline void parse_options(int argc, char** argv, Options& o, std::string* device = nullptr, int* threads = nullptr) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      o.quick = true;
-    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      o.filter = argv[++i];
-    } else if (device && std::strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
-      *device = argv[++i];
-    } else if (threads && std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      *threads = std::max(1, std::atoi(argv[++i]));
-    } else {
-      std::fprintf(stderr, "usage: %s %s%s[--quick] [--filter SUBSTR]\n", argv[0],
-                   device ? "[--device cpu|cuda|cuda:N] " : "", threads ? "[--threads N] " : "");
-      std::exit(2);
-    }
-  }
-}
 
 // Whether --filter selects a case: no filter, or one that is part of the
 // case's section or its own name.
@@ -208,22 +187,27 @@ inline std::string describe(tandem::Device device) {
   return device.str() + " (" + tandem::cuda::get_device_name(device.index()) + ")";
 }
 
-// The main of a device bench: reads the options into o (--threads where
-// with_threads), scales the sampling down for --quick, resolves --device
-// ("cuda" -> cuda:<current>; without a GPU, Tandem's error says why and how to
-// emulate one), seeds Tandem's generator with 0 and runs body(); an exception
-// ends it with "name: what" and exit status 1.
-inline int run_device_bench(const char* name, int argc, char** argv, DeviceOptions& o,
-                            const std::function<void()>& body, bool with_threads = false) {
-  std::string device = "cpu";
-  parse_options(argc, argv, o, &device, with_threads ? &o.threads : nullptr);
+// The main of a device bench: reads the command line into o (--device, and
+// --threads where program.threads; --help and usage errors return 0 and 2
+// before anything runs), scales the sampling down for --quick, resolves
+// --device ("cuda" -> cuda:<current>; without a GPU, Tandem's error says why
+// and how to emulate one), seeds Tandem's generator with 0 and runs body();
+// an exception ends it with "name: what" and exit status 1.
+inline int run_device_bench(Program program, int argc, char** argv, DeviceOptions& o,
+                            const std::function<void()>& body) {
+  program.device = true;  // what makes it a device bench
+  CommandLine line;
+  if (const std::optional<int> code = read_command_line(program, argc, argv, line)) return *code;
+  o.quick = line.quick;
+  o.filter = line.filter;
+  if (program.threads) o.threads = line.threads;
   if (o.quick) o.scale = 0.25;
   try {
-    o.device = tandem::resolve_device(tandem::Device(device), "--device");
+    o.device = tandem::resolve_device(tandem::Device(line.device), "--device");
     tandem::manual_seed(0);
     body();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    std::fprintf(stderr, "%s: %s\n", program.name.c_str(), e.what());
     return 1;
   }
   return 0;

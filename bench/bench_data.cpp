@@ -388,7 +388,13 @@ void bench_wait(const Config& cfg, const Source& src, int threads) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  return bench::run_device_bench("bench_data", argc, argv, cfg, [&] {
+  const bench::Program program{
+      .name = "bench_data",
+      .about =
+          "The DataLoader on the cpu or a GPU: samples/s against num_workers, host-to-device copies, and the "
+          "share of an MLP's epoch spent waiting for data",
+      .quick = "The first 100 batches or steps of each epoch, fewer rounds and a quarter of the sampling time"};
+  return bench::run_device_bench(program, argc, argv, cfg, [&] {
     const int all = bench::hardware_threads();
     std::printf("# bench_data: Tandem %s; %d hardware threads; device %s%s\n", version(), all,
                 bench::describe(cfg.device).c_str(), cfg.quick ? "; --quick" : "");

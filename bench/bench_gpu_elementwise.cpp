@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_options.h"
 #include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
@@ -34,7 +36,14 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  const bench::Program program{
+      .name = "bench_gpu_elementwise",
+      .about = "The CUDA elementwise ops on cuda:0 beside a device-to-device cudaMemcpy of the same bytes",
+      .quick = "2^20 and 2^24 elements only"};
+  bench::CommandLine line;
+  if (const std::optional<int> code = bench::read_command_line(program, argc, argv, line)) return *code;
+  const bool quick = line.quick;
+  const std::string filter = line.filter;
   if (const char* why = gpu_bench::why_no_gpu()) {
     std::printf("no GPU: bench_gpu_elementwise needs a real CUDA device (%s)\n", why);
     return 0;

@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_options.h"
 #include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
@@ -136,7 +138,13 @@ double relative_difference(const Tensor& x, const Tensor& y) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  const bench::Program program{.name = "bench_gpu_linalg",
+                               .about = "tandem::matmul on cuda:0 beside cuBLAS called directly on the same buffers",
+                               .quick = "Without the 8192^3 (float64: 4096^3) cases"};
+  bench::CommandLine line;
+  if (const std::optional<int> code = bench::read_command_line(program, argc, argv, line)) return *code;
+  const bool quick = line.quick;
+  const std::string filter = line.filter;
   if (gpu_bench::why_no_gpu()) {
     std::printf("no GPU\n");
     return 0;

@@ -11,10 +11,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "bench/bench_options.h"
 #include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
@@ -40,7 +41,16 @@ double seconds_per_call(const std::function<void()>& f, int calls, int samples) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bench::Program program{
+      .name = "bench_gpu_memory",
+      .about =
+          "Tandem's caching allocator and host-device copies on cuda:0 beside cudaMalloc + cudaFree and "
+          "cudaMemcpy from pinned memory",
+      .quick = "5 samples per case instead of 15, and fewer cudaMalloc calls per sample",
+      .filter = false};
+  bench::CommandLine line;
+  if (const std::optional<int> code = bench::read_command_line(program, argc, argv, line)) return *code;
+  const bool quick = line.quick;
   if (!cuda::is_available() || cuda::is_emulated()) {
     std::printf("bench_gpu_memory: no GPU (%s)\n", cuda::is_emulated() ? "devices are emulated" : "none available");
     return 0;

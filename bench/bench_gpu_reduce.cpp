@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_options.h"
 #include "bench/gpu_bench.h"
 #include "tandem/tandem.h"
 
@@ -36,7 +38,14 @@ struct Case {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto [quick, filter] = gpu_bench::parse_options(argc, argv);
+  const bench::Program program{
+      .name = "bench_gpu_reduce",
+      .about = "The CUDA reductions and softmax on cuda:0 beside a device-to-device cudaMemcpy of the input",
+      .quick = "2^24 elements only"};
+  bench::CommandLine line;
+  if (const std::optional<int> code = bench::read_command_line(program, argc, argv, line)) return *code;
+  const bool quick = line.quick;
+  const std::string filter = line.filter;
   if (const char* why = gpu_bench::why_no_gpu()) {
     std::printf("no GPU: bench_gpu_reduce needs a real CUDA device (%s)\n", why);
     return 0;

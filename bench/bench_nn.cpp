@@ -151,25 +151,29 @@ void pool_case(const Config& cfg, const char* name, int64_t n, int64_t c, int64_
 
 int main(int argc, char** argv) {
   Config cfg;
-  return bench::run_device_bench(
-      "bench_nn", argc, argv, cfg,
-      [&] {
-        cpu::set_num_threads(cfg.threads);
+  const bench::Program program{
+      .name = "bench_nn",
+      .about =
+          "conv2d and max_pool2d forward and forward + backward at a Fashion-MNIST CNN's sizes on the cpu or a "
+          "GPU, the convolutions beside their GEMMs",
+      .quick = "A quarter of the sampling time",
+      .threads = true};
+  return bench::run_device_bench(program, argc, argv, cfg, [&] {
+    cpu::set_num_threads(cfg.threads);
 #if BENCH_HAVE_CBLAS
-        openblas_set_num_threads(cfg.threads);
+    openblas_set_num_threads(cfg.threads);
 #endif
-        std::printf("# bench_nn: Tandem %s (%s); device %s; %d thread(s); conv2d on cuda: %s\n", version(),
-                    build_features(), cfg.device.str().c_str(), cfg.threads, gpu::conv2d_implementation());
-        std::printf(
-            "# time: median per call; fwd runs under NoGradGuard; fwd+bwd = forward + autograd::grad of the layer's\n"
-            "# parameters (conv1: weight, bias; conv2: also its input, a hidden activation), or of the pool's input.\n"
-            "# conv ceiling: the same GEMMs through cblas_sgemm per batch item, without im2col, graph or allocation;\n"
-            "# ratio = ceiling time / time (1.00: as fast as the GEMMs alone)\n");
-        print_line("case", "size", "time", "figure", "ceiling", "ratio");
-        conv_case(cfg, "conv1", 128, 1, 32, 28, false);
-        conv_case(cfg, "conv2", 128, 32, 64, 14, true);
-        pool_case(cfg, "maxpool1", 128, 32, 28);
-        pool_case(cfg, "maxpool2", 128, 64, 14);
-      },
-      /*with_threads=*/true);
+    std::printf("# bench_nn: Tandem %s (%s); device %s; %d thread(s); conv2d on cuda: %s\n", version(),
+                build_features(), cfg.device.str().c_str(), cfg.threads, gpu::conv2d_implementation());
+    std::printf(
+        "# time: median per call; fwd runs under NoGradGuard; fwd+bwd = forward + autograd::grad of the layer's\n"
+        "# parameters (conv1: weight, bias; conv2: also its input, a hidden activation), or of the pool's input.\n"
+        "# conv ceiling: the same GEMMs through cblas_sgemm per batch item, without im2col, graph or allocation;\n"
+        "# ratio = ceiling time / time (1.00: as fast as the GEMMs alone)\n");
+    print_line("case", "size", "time", "figure", "ceiling", "ratio");
+    conv_case(cfg, "conv1", 128, 1, 32, 28, false);
+    conv_case(cfg, "conv2", 128, 32, 64, 14, true);
+    pool_case(cfg, "maxpool1", 128, 32, 28);
+    pool_case(cfg, "maxpool2", 128, 64, 14);
+  });
 }

@@ -97,7 +97,13 @@ void print_preamble(const Config& cfg, int hardware_threads) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  return bench::run_device_bench("bench_norm", argc, argv, cfg, [&] {
+  const bench::Program program{
+      .name = "bench_norm",
+      .about =
+          "Batch norm 2d and layer norm, forward and forward + backward, on the cpu or a GPU, each beside a copy "
+          "of its input",
+      .quick = "Smaller inputs (batch norm N = 32, layer norm 1024 rows) and a quarter of the sampling time"};
+  return bench::run_device_bench(program, argc, argv, cfg, [&] {
     const int all = bench::hardware_threads();
     print_preamble(cfg, all);
     table.header();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -301,8 +302,17 @@ void run_pass(Config cfg, int threads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bench::Program program{
+      .name = "bench_ops",
+      .about =
+          "Tandem's CPU ops beside memcpy, a hand-written read loop and direct cblas calls, at one thread "
+          "and at all cores",
+      .quick = "Fewer and smaller sizes, shorter sampling: a smoke run (~7 s)"};
+  bench::CommandLine line;
+  if (const std::optional<int> code = bench::read_command_line(program, argc, argv, line)) return *code;
   Config cfg;
-  bench::parse_options(argc, argv, cfg);
+  cfg.quick = line.quick;
+  cfg.filter = line.filter;
   if (cfg.quick) cfg.budget_s = 0.05;
   const int all = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   try {

@@ -1,5 +1,6 @@
 // What the GPU benchmarks (bench_gpu_*.cpp) share: exit-on-error checks,
-// the median, the command line, and GPU time per call through CUDA events.
+// the median, and GPU time per call through CUDA events. (Their command
+// line is bench_options.h's, as every bench's.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,28 +35,6 @@ inline const char* why_no_gpu() {
   if (!tandem::cuda::is_available() || tandem::cuda::is_emulated())
     return tandem::cuda::is_emulated() ? "the cuda devices are emulated" : "cuda::is_available() is false";
   return nullptr;
-}
-
-struct Options {
-  bool quick = false;
-  std::string filter;  // run only the cases whose name contains it
-};
-
-// [--quick] [--filter SUBSTR]; exits 2 with the usage on anything else.
-inline Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") {
-      o.quick = true;
-    } else if (arg == "--filter" && i + 1 < argc) {
-      o.filter = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--filter SUBSTR]\n", program_invocation_short_name);
-      std::exit(2);
-    }
-  }
-  return o;
 }
 
 // cuda:0's current stream, where Tandem launches.
