@@ -2,7 +2,7 @@
 # Stages what the GPU test machine lacks into shared/gpu-deps/ (git-ignored;
 # the device tool sends a checkout's shared/ along with the tree): the
 # Catch2 v2 header and a pkg-config file that finds it there, and CLI11's
-# headers (the tandem command's flags). Run it here,
+# headers (the tandem command's and the benches' flags). Run it here,
 # where Debian's catch2 is installed, before sending the tree; then
 # scripts/gpu-check.sh on the GPU machine configures the tests against it.
 # Usage: scripts/stage-gpu-deps.sh   (CATCH2_HEADER=path to use another catch.hpp)
