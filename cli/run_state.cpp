@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "cli/interrupt.h"
-#include "optim/checkpoint.h"
+#include "nn/checkpoint.h"
 #include "tensor/core/errors.h"
 #include "tensor/ops/random.h"
 
@@ -131,8 +131,8 @@ void save_run(const std::string& path, const nn::Module& model, const optim::Opt
               const optim::LRScheduler* scheduler, const RunConfig& config, const Position& position) {
   nn::Checkpoint ckpt;
   ckpt.add_module(model);
-  optim::add_to_checkpoint(ckpt, optimizer);
-  if (scheduler != nullptr) optim::add_to_checkpoint(ckpt, *scheduler);
+  nn::add_to_checkpoint(ckpt, optimizer);
+  if (scheduler != nullptr) nn::add_to_checkpoint(ckpt, *scheduler);
   ckpt.set_int(nn::Checkpoint::kEpoch, position.epochs_done);
   ckpt.set_json(kConfigKey, config.to_json());
   ckpt.set_json(kPositionKey, position.to_json());

@@ -21,10 +21,10 @@
 #include "cli/interrupt.h"
 #include "cli/models.h"
 #include "cli/progress.h"
+#include "nn/checkpoint.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
 #include "optim/adamw.h"
-#include "optim/checkpoint.h"
 #include "optim/sgd.h"
 #include "tandem/version.h"
 #include "tensor/core/grad_mode.h"
@@ -291,8 +291,8 @@ int run_train(TrainOptions o) {
   if (resumed) {
     const nn::Checkpoint& ckpt = resumed->checkpoint;
     ckpt.load_module(*model);
-    optim::load_from_checkpoint(ckpt, *opt);
-    if (sched) optim::load_from_checkpoint(ckpt, *sched);
+    nn::load_from_checkpoint(ckpt, *opt);
+    if (sched) nn::load_from_checkpoint(ckpt, *sched);
     pos = resumed->position;
     pos.restore_generators(device);
     train_loader.set_epoch(static_cast<uint64_t>(pos.epochs_done));

@@ -41,7 +41,7 @@ void save_on_gpu(Device device) {
   loss.backward();
   opt.step();
   // [tutorial:save-on-gpu]
-  optim::save_checkpoint("checkpoint.safetensors", *model, &opt, /*scheduler=*/nullptr, /*epoch=*/1);
+  nn::save_checkpoint("checkpoint.safetensors", *model, &opt, /*scheduler=*/nullptr, /*epoch=*/1);
   // [end]
   std::printf("saved checkpoint.safetensors from %s\n", device.str().c_str());
 }
@@ -53,13 +53,13 @@ int load_without_gpu() {
   optim::Adam opt(model->parameters(), optim::AdamOptions(1e-3));
   bool caught = examples::shows_error("loading it where there is no GPU", [&] {
     // [tutorial:load-mistake]
-    optim::load_checkpoint("checkpoint.safetensors", *model, &opt);  // back to cuda:0, which is not here
+    nn::load_checkpoint("checkpoint.safetensors", *model, &opt);  // back to cuda:0, which is not here
     // [end]
   });
   examples::fix("say where the tensors go: map_location");
   // [tutorial:load-fix]
-  int64_t epoch = optim::load_checkpoint("checkpoint.safetensors", *model, &opt, /*scheduler=*/nullptr,
-                                         /*map_location=*/Device("cpu"));
+  int64_t epoch = nn::load_checkpoint("checkpoint.safetensors", *model, &opt, /*scheduler=*/nullptr,
+                                      /*map_location=*/Device("cpu"));
   // [end]
   std::printf("ok: loaded epoch %lld, model on %s\n", static_cast<long long>(epoch),
               model->parameters()[0].device().str().c_str());

@@ -176,11 +176,11 @@ int train(const Args& args) {
 
   // [tutorial:save-load]
   std::string path = args.out + "/checkpoint.safetensors";
-  optim::save_checkpoint(path, *model, &optimizer, /*scheduler=*/nullptr, args.epochs);  // saved from `device`
+  nn::save_checkpoint(path, *model, &optimizer, /*scheduler=*/nullptr, args.epochs);  // saved from `device`
   // Later, on any machine, GPU or not: map_location puts every tensor on the cpu.
   nn::Sequential cpu_model = make_model();
-  int64_t epoch = optim::load_checkpoint(path, *cpu_model, /*optimizer=*/nullptr, /*scheduler=*/nullptr,
-                                         /*map_location=*/Device("cpu"));
+  int64_t epoch = nn::load_checkpoint(path, *cpu_model, /*optimizer=*/nullptr, /*scheduler=*/nullptr,
+                                      /*map_location=*/Device("cpu"));
   // [end]
   double cpu_accuracy = evaluate(cpu_model, test_loader, Device("cpu"), args.batches);
   std::printf("saved %s; loaded epoch %lld on the cpu: test accuracy %.2f%%\n", path.c_str(),

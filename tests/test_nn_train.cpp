@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "optim/checkpoint.h"
+#include "nn/checkpoint.h"
 #include "tests/helpers.h"
 
 using namespace tandem;
@@ -172,7 +172,7 @@ DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it
   optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
   optim::StepLR sched(opt, /*step_size=*/4, /*gamma=*/0.5);
   train(model, opt, sched, 10);
-  optim::save_checkpoint(path, *model, &opt, &sched, /*epoch=*/3);
+  nn::save_checkpoint(path, *model, &opt, &sched, /*epoch=*/3);
   train(model, opt, sched, 5);
 
   // The resumed run: a fresh model on the cpu, loaded with map_location.
@@ -183,7 +183,7 @@ DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it
   }
   optim::Adam opt2(resumed->parameters(), optim::AdamOptions(1.0));
   optim::StepLR sched2(opt2, 4, 0.5);
-  CHECK(optim::load_checkpoint(path, *resumed, &opt2, &sched2, Device(kCPU)) == 3);
+  CHECK(nn::load_checkpoint(path, *resumed, &opt2, &sched2, Device(kCPU)) == 3);
   CHECK(opt2.param_groups()[0].options().get_lr() == Approx(1e-2 * 0.25));  // two decays by step 10
   for (const auto& item : opt2.state_dict().state) {
     for (const auto& s : item.second) {
@@ -196,19 +196,19 @@ DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it
 
   // Loading into the wrong optimizer, or a file without one.
   optim::SGD sgd(resumed->parameters(), optim::SGDOptions(0.1));
-  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &sgd, nullptr, Device(kCPU)),
+  REQUIRE_THROWS_WITH(nn::load_checkpoint(path, *resumed, &sgd, nullptr, Device(kCPU)),
                       "'" + path +
                           "' holds the state of a Adam, but the optimizer is a SGD: build the same optimizer "
                           "as the run that saved it");
   // An optimizer over other parameters: refused before the model changes.
   optim::Adam partial(std::vector<Tensor>{resumed->parameters()[0]}, optim::AdamOptions(1e-2));
   std::vector<float> before = resumed->parameters()[1].to_vector<float>();
-  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &partial, nullptr, Device(kCPU)),
+  REQUIRE_THROWS_WITH(nn::load_checkpoint(path, *resumed, &partial, nullptr, Device(kCPU)),
                       Contains("doesn't match the size of optimizer's group"));
   CHECK(resumed->parameters()[1].to_vector<float>() == before);
 
-  optim::save_checkpoint(path, *model);
-  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
+  nn::save_checkpoint(path, *model);
+  REQUIRE_THROWS_WITH(nn::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
                       Contains("holds no optimizer state (no \"optimizer.type\" entry)"));
 
   // Malformed optimizer and scheduler sections.
@@ -219,11 +219,11 @@ DEVICE_TEST_CASE("a run saved on one device resumes on another, exactly where it
   bad.set("scheduler.type", "StepLR");
   bad.set("scheduler", "{\"values\": 3}");
   bad.save(path);
-  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
+  REQUIRE_THROWS_WITH(nn::load_checkpoint(path, *resumed, &opt2, nullptr, Device(kCPU)),
                       Contains("'" + path +
                                "': \"optimizer.param_groups\" is not a list of {\"options\": {...}, "
                                "\"params\": [...]}: "));
-  REQUIRE_THROWS_WITH(optim::load_checkpoint(path, *resumed, nullptr, &sched2, Device(kCPU)),
+  REQUIRE_THROWS_WITH(nn::load_checkpoint(path, *resumed, nullptr, &sched2, Device(kCPU)),
                       Contains("'" + path + "': \"scheduler\" is not {\"values\": {...}, \"lists\": {...}}: "));
   CHECK(resumed->parameters()[1].to_vector<float>() == before);
   std::remove(path.c_str());
