@@ -141,7 +141,7 @@ class Tensor {
     return static_cast<T*>(data_ptr());
   }
 
-  // ---- autograd (tensor/core/grad_record.cpp; backward in autograd/tensor_autograd.cpp)
+  // ---- autograd (tensor/core/tensor_autograd.cpp; backward in autograd/autograd.cpp)
   // A non-leaf requires grad through its grad_fn; a leaf when asked to.
   bool requires_grad() const;
   // Marks a leaf as requiring grad (floating dtypes only); false only on leaves.
