@@ -5,7 +5,7 @@ options (stride, padding as sizes and as "same"/"valid", dilation, groups
 with depthwise, no bias, 1x1 kernels, ceil_mode, count_include_pad,
 divisor_override, ties, non-divisible adaptive sizes, unbatched inputs),
 with the output and the gradients PyTorch computes, in float64.
-tests/test_nn_layers.cpp runs the same op with the same options in Tandem on
+tests/test_conv.cpp runs the same op with the same options in Tandem on
 every device and checks both. Run with Debian's python3-torch (1.13; the
 python3 first on PATH has no torch):
 

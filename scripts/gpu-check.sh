@@ -2,7 +2,7 @@
 # The one command for the GPU test machine (an H200 without apt or network):
 # says what it found, builds with CUDA, runs every test suite, runs
 # compute-sanitizer's memcheck and racecheck over the GPU-only tests (and
-# memcheck over the cuda:0 sections of test_nn_layers, test_nn_norm,
+# memcheck over the cuda:0 sections of test_conv, test_nn_norm,
 # test_optim and test_data_loader), runs the GPU benchmarks, then
 # bench_autograd, bench_nn, bench_norm, bench_optim and bench_data on cuda:0,
 # each beside its torch peer
@@ -237,7 +237,7 @@ done
 # copies and pinned batches), so memcheck also runs over their "on cuda:0"
 # sections (DEVICE_TEST_CASE's), after the GPU tests' runs.
 device_tests=()
-for f in test_nn_layers test_nn_norm test_optim test_data_loader; do
+for f in test_conv test_nn_norm test_optim test_data_loader; do
   [ -x "$build/tests/$f" ] && device_tests+=("$build/tests/$f")
 done
 # sanitize TOOL SHARE RESERVE SECTION BINARY...: compute-sanitizer's TOOL over
