@@ -1,5 +1,5 @@
 // Reading the PyTorch reference files in tests/data (reference.txt,
-// autograd_reference.txt, nn_layers_reference.txt, nn_loss_reference.txt,
+// autograd_reference.txt, conv_reference.txt, nn_loss_reference.txt,
 // nn_norm_reference.txt, from the scripts/gen_*_reference.py of the same
 // name): the parts their formats share. Each is a list of records: a case
 // line, "case <name> <words...> <key=value...>", then tensor lines,

@@ -1,12 +1,12 @@
 // Convolution and pooling: conv2d, max_pool2d (with indices), avg_pool2d and
 // adaptive_avg_pool2d forward and backward against PyTorch 1.13
-// (tests/data/nn_layers_reference.txt, written by
-// scripts/gen_nn_layers_reference.py) on every device in float64, float32
-// and the 16-bit types, contiguous and not, through the ops and through
-// nn::functional; a direct convolution written here for shapes past the
-// CPU kernel's threading threshold; gradcheck; max pooling's ties, NaNs and
-// double backward; empty tensors; poisoned outputs; every error message;
-// and the modules (Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d).
+// (tests/data/conv_reference.txt, written by scripts/gen_conv_reference.py)
+// on every device in float64, float32 and the 16-bit types, contiguous and
+// not, through the ops and through nn::functional; a direct convolution
+// written here for shapes past the CPU kernel's threading threshold;
+// gradcheck; max pooling's ties, NaNs and double backward; empty tensors;
+// poisoned outputs; every error message; and the modules (Conv2d,
+// MaxPool2d, AvgPool2d, AdaptiveAvgPool2d).
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -34,7 +34,7 @@ struct Case : test::ReferenceCase {
   Tensor input, weight, bias, seed, output, indices, grad_input, grad_weight, grad_bias;
 };
 
-const std::string kFile = "nn_layers_reference.txt";
+const std::string kFile = "conv_reference.txt";
 
 std::vector<Case> load_cases() {
   test::ReferenceReader file(kFile);
