@@ -102,6 +102,23 @@ void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn
   check_gradients(wrapped, inputs, second_order, options);
 }
 
+namespace {
+// An op table entry whose parameter struct has no overload here does not
+// compile: a new one needs values chosen for its tests.
+UnaryParams test_params(NoParams) { return {}; }
+UnaryParams test_params(LeakyReluParams) { return LeakyReluParams{0.2}; }
+UnaryParams test_params(EluParams) { return EluParams{0.7, 1.5, 2.0}; }
+UnaryParams test_params(SoftplusParams) { return SoftplusParams{2.0, 3.0}; }
+}  // namespace
+
+std::vector<std::pair<BinaryOp, UnaryParams>> activation_backward_ops() {
+  return {
+#define X(Name, name, saved, Params) {BinaryOp::Name, test_params(Params{})},
+      TANDEM_ACTIVATION_BACKWARD_OPS(X)
+#undef X
+  };
+}
+
 TempDir::TempDir() {
   std::string pattern = (std::filesystem::temp_directory_path() / "tandem_test_XXXXXX").string();
   REQUIRE(::mkdtemp(pattern.data()) != nullptr);

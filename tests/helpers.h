@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tandem/tandem.h"
@@ -54,6 +55,12 @@ void check_gradients(const autograd::GradcheckFn& fn, const std::vector<Tensor>&
 // The same for a function with one output.
 void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
                      bool second_order = true, const autograd::GradcheckOptions& options = {});
+
+// Every fused activation backward of the op table
+// (TANDEM_ACTIVATION_BACKWARD_OPS), in its order, each with the parameters
+// the tests run it with: not the defaults, so that a kernel that ignores
+// them fails. The CPU functor tests and the GPU tests share the list.
+std::vector<std::pair<BinaryOp, UnaryParams>> activation_backward_ops();
 
 // A fresh folder under the system's temporary one (mkdtemp: unique, so the
 // cpu and emulated runs of one test binary can go in parallel), removed with

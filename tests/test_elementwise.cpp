@@ -1262,15 +1262,7 @@ DEVICE_TEST_CASE("activation backward ops check their inputs", "[elementwise][ac
 
 TEST_CASE("the activation backwards as one functor (the CUDA backend's) match the per-op functors",
           "[elementwise][activation_backward]") {
-  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = {{BinaryOp::ReluBackward, {}},
-                                                             {BinaryOp::TanhBackward, {}},
-                                                             {BinaryOp::SigmoidBackward, {}},
-                                                             {BinaryOp::GeluBackward, {}},
-                                                             {BinaryOp::GeluTanhBackward, {}},
-                                                             {BinaryOp::SiluBackward, {}},
-                                                             {BinaryOp::LeakyReluBackward, LeakyReluParams{0.2}},
-                                                             {BinaryOp::EluBackward, EluParams{0.7, 1.5, 2.0}},
-                                                             {BinaryOp::SoftplusBackward, SoftplusParams{2.0, 3.0}}};
+  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = test::activation_backward_ops();
   for (const auto& [op, params] : ops) {
     for (Dtype dt : {kFloat64, kFloat32}) {
       INFO(op_name(op) << " (" << static_cast<int>(op) << "), " << dt);

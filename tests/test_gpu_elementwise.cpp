@@ -289,15 +289,7 @@ TEST_CASE("binary ops on the GPU match the CPU", "[gpu][elementwise]") {
 TEST_CASE("activation backward ops on the GPU match the CPU", "[gpu][elementwise][activation_backward]") {
   // (grad, saved): saved is the output for relu, tanh and sigmoid, the
   // input for gelu and silu; the kernels take any values of both.
-  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = {{BinaryOp::ReluBackward, {}},
-                                                             {BinaryOp::TanhBackward, {}},
-                                                             {BinaryOp::SigmoidBackward, {}},
-                                                             {BinaryOp::GeluBackward, {}},
-                                                             {BinaryOp::GeluTanhBackward, {}},
-                                                             {BinaryOp::SiluBackward, {}},
-                                                             {BinaryOp::LeakyReluBackward, LeakyReluParams{0.2}},
-                                                             {BinaryOp::EluBackward, EluParams{0.7, 1.5, 2.0}},
-                                                             {BinaryOp::SoftplusBackward, SoftplusParams{2.0, 3.0}}};
+  const std::vector<std::pair<BinaryOp, UnaryParams>> ops = test::activation_backward_ops();
   const std::vector<Domain> domains = {{-3, 3}, {-6, 6}};
   for (const auto& [op, params] : ops) {
     for (Dtype dt : kFloating) {
