@@ -1,21 +1,25 @@
 // Derivative rules of convolution and pooling (see autograd/rules.h). The
 // front ends (tensor/ops/conv.cpp, pool.cpp) document each node's saved
-// tensors and ints. Each rule calls its fused backward op (detail::
-// conv2d_backward_input, ...). Under create_graph those record nothing:
-// max pooling then takes a differentiable formula (a scatter_add of grad at
-// the saved indices), the bias gradient is a sum anyway, and convolution and
-// average pooling, which have none here, refuse with NotImplementedError when
-// the gradient they would compute needs a graph.
+// tensors; its payload is the Conv2dParams or Pool2dParams the kernels took.
+// Each rule calls its fused backward op (detail::conv2d_backward_input, ...).
+// Under create_graph those record nothing: max pooling then takes a
+// differentiable formula (a scatter_add of grad at the saved indices), the
+// bias gradient is a sum anyway, and convolution and average pooling, which
+// have none here, refuse with NotImplementedError when the gradient they
+// would compute needs a graph.
 #include <functional>
 #include <initializer_list>
 
 #include "autograd/rules.h"
+#include "kernels/functors/conv.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/pool.h"
 #include "tensor/ops/reduce.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
@@ -35,17 +39,13 @@ void check_first_order(const char* op, std::initializer_list<std::reference_wrap
                  op);
 }
 
-IntArrayRef ints_at(const Node& node, size_t first, size_t count) {
-  TANDEM_INTERNAL_ASSERT(node.ints.size() >= first + count, "node ", node.name(), " recorded ", node.ints.size(),
-                         " ints");
-  return IntArrayRef(node.ints.data() + first, count);
-}
+}  // namespace
 
-// ints = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
 // inputs {input, weight, bias}; saved {input, weight} where needed.
 GradList convolution_backward(Node& node, const Tensor& grad_in) {
-  const IntArrayRef stride = ints_at(node, 0, 2), padding = ints_at(node, 2, 2), dilation = ints_at(node, 4, 2);
-  const int64_t groups = node.ints.at(6);
+  const Conv2dParams& p = node.params<Conv2dParams>();
+  const Shape stride{p.stride_h, p.stride_w}, padding{p.pad_h, p.pad_w}, dilation{p.dilation_h, p.dilation_w};
+  const int64_t groups = p.groups;
   const Tensor grad = grad_in.to(node.inputs[1].dtype);
   GradList out(3);
   if (node.needs_input_grad(0)) {
@@ -62,13 +62,14 @@ GradList convolution_backward(Node& node, const Tensor& grad_in) {
   return out;
 }
 
-// saved {indices}; ints = {kH, kW, sH, sW, pH, pW, dilation_h, dilation_w, ceil_mode}.
-GradList max_pool_backward(Node& node, const Tensor& grad) {
+// saved {indices}
+GradList max_pool2d_backward(Node& node, const Tensor& grad) {
   const Tensor indices = node.saved_tensor(0);
   const Shape& in = node.inputs[0].sizes;
   if (!GradMode::is_enabled()) {
-    return {detail::max_pool2d_backward(grad, indices, in, ints_at(node, 0, 2), ints_at(node, 2, 2),
-                                        ints_at(node, 4, 2), ints_at(node, 6, 2), node.ints.at(8) != 0)};
+    const Pool2dParams& p = node.params<Pool2dParams>();
+    return {detail::max_pool2d_backward(grad, indices, in, {p.kernel_h, p.kernel_w}, {p.stride_h, p.stride_w},
+                                        {p.pad_h, p.pad_w}, {p.dilation_h, p.dilation_w}, p.ceil_mode)};
   }
   // Each output's gradient added at its maximum's place in the plane:
   // linear in grad, so that its own gradient is a gather.
@@ -76,29 +77,17 @@ GradList max_pool_backward(Node& node, const Tensor& grad) {
   return {planes.scatter_add(2, indices.flatten(2), grad.flatten(2)).view(in)};
 }
 
-// ints = {kH, kW, sH, sW, pH, pW, ceil_mode, count_include_pad, divisor_override (0: none)}.
-GradList avg_pool_backward(Node& node, const Tensor& grad) {
+GradList avg_pool2d_backward(Node& node, const Tensor& grad) {
   check_first_order("avg_pool2d", {grad});
-  const int64_t divisor = node.ints.at(8);
-  return {detail::avg_pool2d_backward(grad, node.inputs[0].sizes, ints_at(node, 0, 2), ints_at(node, 2, 2),
-                                      ints_at(node, 4, 2), node.ints.at(6) != 0, node.ints.at(7) != 0,
-                                      divisor != 0 ? std::optional<int64_t>(divisor) : std::nullopt)};
+  const Pool2dParams& p = node.params<Pool2dParams>();
+  return {detail::avg_pool2d_backward(
+      grad, node.inputs[0].sizes, {p.kernel_h, p.kernel_w}, {p.stride_h, p.stride_w}, {p.pad_h, p.pad_w}, p.ceil_mode,
+      p.count_include_pad, p.divisor_override != 0 ? std::optional<int64_t>(p.divisor_override) : std::nullopt)};
 }
 
-}  // namespace
-
-GradList conv_backward(Node& node, const Tensor& grad) {
-  switch (node.op) {
-    case GradOp::Convolution: return convolution_backward(node, grad);
-    case GradOp::MaxPool2d: return max_pool_backward(node, grad);
-    case GradOp::AvgPool2d: return avg_pool_backward(node, grad);
-    case GradOp::AdaptiveAvgPool2d:
-      check_first_order("adaptive_avg_pool2d", {grad});
-      return {detail::adaptive_avg_pool2d_backward(grad, node.inputs[0].sizes)};
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not a convolution or pooling rule");
-  return {};
+GradList adaptive_avg_pool2d_backward(Node& node, const Tensor& grad) {
+  check_first_order("adaptive_avg_pool2d", {grad});
+  return {detail::adaptive_avg_pool2d_backward(grad, node.inputs[0].sizes)};
 }
 
 }  // namespace tandem::autograd

@@ -8,6 +8,7 @@
 
 #include "autograd/rules.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/core/node_params.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 
@@ -118,8 +119,7 @@ GradList binary_backward(BinaryOp op, Node& node, const Tensor& grad) {
   switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub: {
-      // scalars: {alpha}
-      double alpha = node.scalars[0].to_double();
+      double alpha = node.params<AddParams>().alpha.to_double();
       double sign = op == BinaryOp::Sub ? -1.0 : 1.0;
       Tensor grad_b;
       if (need(1)) grad_b = alpha * sign == 1.0 ? grad : grad * (alpha * sign);
@@ -162,26 +162,27 @@ GradList binary_backward(BinaryOp op, Node& node, const Tensor& grad) {
   return {};
 }
 
-GradList elementwise_backward(Node& node, const Tensor& grad) {
-  auto saved = [&](size_t i) { return node.saved_tensor(i); };
-  auto need = [&](size_t i) { return node.needs_input_grad(i); };
-  switch (node.op) {
-    case GradOp::Where: {  // saved: {cond}
-      Tensor cond = saved(0);
-      return {need(0) ? where(cond, grad, 0.0) : Tensor(), need(1) ? where(cond, 0.0, grad) : Tensor()};
-    }
-    case GradOp::MaskedFill: return {grad.masked_fill(saved(0), 0)};  // saved: {mask}
-    case GradOp::Fill: return {Tensor()};                             // the old values are gone
-    case GradOp::Copy: {
-      // inputs: {dst's old values (none), src}: back to src's device.
-      return {Tensor(), need(1) ? grad.to(node.inputs[1].device) : Tensor()};
-    }
-    case GradOp::ToCopy: return {grad.to(node.inputs[0].device, node.inputs[0].dtype)};
-    case GradOp::Clone: return {grad};
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not an elementwise rule");
-  return {};
+// saved: {cond}
+GradList where_backward(Node& node, const Tensor& grad) {
+  Tensor cond = node.saved_tensor(0);
+  return {node.needs_input_grad(0) ? where(cond, grad, 0.0) : Tensor(),
+          node.needs_input_grad(1) ? where(cond, 0.0, grad) : Tensor()};
 }
+
+// saved: {mask}
+GradList masked_fill_backward(Node& node, const Tensor& grad) { return {grad.masked_fill(node.saved_tensor(0), 0)}; }
+
+GradList fill_backward(Node&, const Tensor&) { return {Tensor()}; }  // the old values are gone
+
+// inputs: {dst's old values (none), src}: back to src's device.
+GradList copy_backward(Node& node, const Tensor& grad) {
+  return {Tensor(), node.needs_input_grad(1) ? grad.to(node.inputs[1].device) : Tensor()};
+}
+
+GradList to_copy_backward(Node& node, const Tensor& grad) {
+  return {grad.to(node.inputs[0].device, node.inputs[0].dtype)};
+}
+
+GradList clone_backward(Node&, const Tensor& grad) { return {grad}; }
 
 }  // namespace tandem::autograd

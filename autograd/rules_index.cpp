@@ -1,14 +1,17 @@
 // Derivative rules of the joins (cat, stack), the indexing ops (gather,
 // scatter_add, index_select) and the matrix products (mm, bmm, matmul). Each
-// front end documents the node's saved tensors and ints where it records.
+// front end documents the node's saved tensors and payload where it records.
 #include <algorithm>
 
 #include "autograd/engine.h"
 #include "autograd/rules.h"
+#include "tensor/core/node_params.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/linalg.h"
 #include "tensor/ops/shape_ops.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
@@ -52,11 +55,75 @@ Tensor index_select_grad(const Tensor& grad, int64_t dim, const Tensor& index, I
   return zeros(t_sizes, TensorOptions(grad.dtype()).device(grad.device())).scatter_add(dim, idx, grad);
 }
 
-// The gradients of out = matmul(a, b) over all of matmul's rank cases. A 1-D
-// operand is a matrix with a unit dim (a: (1, K), b: (K, 1)) and grad gets
-// that dim back; each gradient is the batched product summed over the batch
-// dims its operand was broadcast along, then shaped as the operand.
-GradList matmul_grads(Node& node, const Tensor& grad) {
+}  // namespace
+
+// Each input's gradient is its part of grad along the dim; an input cat
+// skipped gets an empty [0].
+GradList cat_backward(Node& node, const Tensor& grad) {
+  const CatParams& p = node.params<CatParams>();
+  int64_t offset = 0;
+  GradList grads(node.next_edges.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const std::optional<int64_t>& size = p.sizes.at(i);
+    if (!size) {
+      if (node.needs_input_grad(i)) grads[i] = zeros({0}, TensorOptions(grad.dtype()).device(grad.device()));
+      continue;
+    }
+    if (node.needs_input_grad(i)) grads[i] = grad.narrow(p.dim, offset, *size);
+    offset += *size;
+  }
+  return grads;
+}
+
+GradList stack_backward(Node& node, const Tensor& grad) {
+  const int64_t dim = node.params<DimParams>().dim;
+  GradList grads(node.next_edges.size());
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (node.needs_input_grad(i)) grads[i] = grad.select(dim, static_cast<int64_t>(i));
+  return grads;
+}
+
+// saved: {index}
+GradList gather_backward(Node& node, const Tensor& grad) {
+  Tensor index = node.saved_tensor(0);
+  TensorOptions options = TensorOptions(grad.dtype()).device(grad.device());
+  return {zeros(node.inputs[0].sizes, options).scatter_add(node.params<DimParams>().dim, index, grad)};
+}
+
+// saved: {index if src needs grad}
+GradList scatter_add_backward(Node& node, const Tensor& grad) {
+  Tensor grad_src;
+  if (node.needs_input_grad(1)) {
+    grad_src = scatter_add_src_grad(grad, node.params<DimParams>().dim, node.saved_tensor(0), node.inputs[1].sizes);
+  }
+  return {node.needs_input_grad(0) ? grad : Tensor(), grad_src};
+}
+
+// saved: {index}
+GradList index_select_backward(Node& node, const Tensor& grad) {
+  return {index_select_grad(grad, node.params<DimParams>().dim, node.saved_tensor(0), node.inputs[0].sizes)};
+}
+
+// saved: {a if b needs grad, b if a needs grad}
+GradList mm_backward(Node& node, const Tensor& grad) {
+  Tensor grad_a = node.needs_input_grad(0) ? grad.mm(node.saved_tensor(1).t()) : Tensor();
+  Tensor grad_b = node.needs_input_grad(1) ? node.saved_tensor(0).t().mm(grad) : Tensor();
+  return {grad_a, grad_b};
+}
+
+// saved: {a if b needs grad, b if a needs grad}
+GradList bmm_backward(Node& node, const Tensor& grad) {
+  Tensor grad_a = node.needs_input_grad(0) ? grad.bmm(node.saved_tensor(1).transpose(1, 2)) : Tensor();
+  Tensor grad_b = node.needs_input_grad(1) ? node.saved_tensor(0).transpose(1, 2).bmm(grad) : Tensor();
+  return {grad_a, grad_b};
+}
+
+// saved: {a if b needs grad, b if a needs grad}. The gradients of
+// out = matmul(a, b) over all of matmul's rank cases. A 1-D operand is a
+// matrix with a unit dim (a: (1, K), b: (K, 1)) and grad gets that dim back;
+// each gradient is the batched product summed over the batch dims its operand
+// was broadcast along, then shaped as the operand.
+GradList matmul_backward(Node& node, const Tensor& grad) {
   IntArrayRef a_sizes = node.inputs[0].sizes, b_sizes = node.inputs[1].sizes;
   Tensor g = grad;  // (batch..., M, N) once both unit dims are back
   if (b_sizes.size() == 1) g = g.unsqueeze(-1);
@@ -75,61 +142,6 @@ GradList matmul_grads(Node& node, const Tensor& grad) {
     grad_b = sum_to(a.transpose(-1, -2).matmul(g), b_matrix).reshape(b_sizes);
   }
   return {grad_a, grad_b};
-}
-
-}  // namespace
-
-GradList index_backward(Node& node, const Tensor& grad) {
-  auto need = [&](size_t i) { return node.needs_input_grad(i); };
-  size_t n = node.next_edges.size();
-  switch (node.op) {
-    case GradOp::Cat: {  // ints: {dim, size of input i along dim or -1 where cat skipped it}
-      int64_t dim = node.ints[0], offset = 0;
-      GradList grads(n);
-      for (size_t i = 0; i < n; ++i) {
-        int64_t size = node.ints[i + 1];
-        if (size < 0) {
-          if (need(i)) grads[i] = zeros({0}, TensorOptions(grad.dtype()).device(grad.device()));
-          continue;
-        }
-        if (need(i)) grads[i] = grad.narrow(dim, offset, size);
-        offset += size;
-      }
-      return grads;
-    }
-    case GradOp::Stack: {  // ints: {dim}
-      GradList grads(n);
-      for (size_t i = 0; i < n; ++i)
-        if (need(i)) grads[i] = grad.select(node.ints[0], static_cast<int64_t>(i));
-      return grads;
-    }
-    case GradOp::Gather: {  // saved: {index}; ints: {dim}
-      Tensor index = node.saved_tensor(0);
-      TensorOptions options = TensorOptions(grad.dtype()).device(grad.device());
-      return {zeros(node.inputs[0].sizes, options).scatter_add(node.ints[0], index, grad)};
-    }
-    case GradOp::ScatterAdd: {  // saved: {index if src needs grad}; ints: {dim}
-      Tensor grad_src;
-      if (need(1)) grad_src = scatter_add_src_grad(grad, node.ints[0], node.saved_tensor(0), node.inputs[1].sizes);
-      return {need(0) ? grad : Tensor(), grad_src};
-    }
-    case GradOp::IndexSelect:  // saved: {index}; ints: {dim}
-      return {index_select_grad(grad, node.ints[0], node.saved_tensor(0), node.inputs[0].sizes)};
-    case GradOp::Mm: {  // saved: {a if b needs grad, b if a needs grad}
-      Tensor grad_a = need(0) ? grad.mm(node.saved_tensor(1).t()) : Tensor();
-      Tensor grad_b = need(1) ? node.saved_tensor(0).t().mm(grad) : Tensor();
-      return {grad_a, grad_b};
-    }
-    case GradOp::Bmm: {  // saved: {a if b needs grad, b if a needs grad}
-      Tensor grad_a = need(0) ? grad.bmm(node.saved_tensor(1).transpose(1, 2)) : Tensor();
-      Tensor grad_b = need(1) ? node.saved_tensor(0).transpose(1, 2).bmm(grad) : Tensor();
-      return {grad_a, grad_b};
-    }
-    case GradOp::Matmul: return matmul_grads(node, grad);  // saved: {a if b needs grad, b if a needs grad}
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not a join, indexing or matrix-product rule");
-  return {};
 }
 
 }  // namespace tandem::autograd

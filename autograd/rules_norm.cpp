@@ -9,10 +9,13 @@
 
 #include "autograd/rules.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/core/node_params.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/norm.h"
 #include "tensor/ops/reduce.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
@@ -35,11 +38,14 @@ std::pair<Tensor, Tensor> statistics(const Tensor& x, IntArrayRef dims, double e
   return {mean, ((centred * centred).mean(dims, /*keepdim=*/true) + eps).rsqrt()};
 }
 
-// saved: {input, weight, mean, invstd}; ints: {training}; scalars: {eps}.
-GradList batch_norm_rule(Node& node, const Tensor& grad) {
+}  // namespace
+
+// saved: {input, weight, mean, invstd}
+GradList batch_norm_backward(Node& node, const Tensor& grad) {
   const Tensor x = node.saved_tensor(0), w = node.saved_tensor(1);
   const Tensor mean = node.saved_tensor(2), invstd = node.saved_tensor(3);
-  const bool training = node.ints.at(0) != 0;
+  const BatchNormParams& p = node.params<BatchNormParams>();
+  const bool training = p.training;
   const std::array<bool, 3> mask = mask_of(node);
   const Tensor g = grad.to(x.dtype());
   if (!GradMode::is_enabled()) {
@@ -54,7 +60,7 @@ GradList batch_norm_rule(Node& node, const Tensor& grad) {
     if (d != 1) dims.push_back(d);
   Tensor mu, is;
   if (training) {
-    std::tie(mu, is) = statistics(x, dims, node.scalars.at(0).to_double());
+    std::tie(mu, is) = statistics(x, dims, p.eps);
   } else {  // the running statistics: constants
     mu = mean.to(x.dtype()).reshape(channel_shape);
     is = invstd.to(x.dtype()).reshape(channel_shape);
@@ -70,11 +76,12 @@ GradList batch_norm_rule(Node& node, const Tensor& grad) {
   return {gi, gw, gb};
 }
 
-// saved: {input, weight, mean, invstd}; ints: normalized_shape; scalars: {eps}.
-GradList layer_norm_rule(Node& node, const Tensor& grad) {
+// saved: {input, weight, mean, invstd}
+GradList layer_norm_backward(Node& node, const Tensor& grad) {
   const Tensor x = node.saved_tensor(0), w = node.saved_tensor(1);
   const Tensor mean = node.saved_tensor(2), invstd = node.saved_tensor(3);
-  const std::vector<int64_t>& normalized_shape = node.ints;
+  const LayerNormParams& p = node.params<LayerNormParams>();
+  const Shape& normalized_shape = p.normalized_shape;
   const std::array<bool, 3> mask = mask_of(node);
   const Tensor g = grad.to(x.dtype());
   if (!GradMode::is_enabled()) {
@@ -85,7 +92,7 @@ GradList layer_norm_rule(Node& node, const Tensor& grad) {
   const auto k = static_cast<int64_t>(normalized_shape.size());
   std::vector<int64_t> dims, lead;
   for (int64_t d = 0; d < x.dim(); ++d) (d < x.dim() - k ? lead : dims).push_back(d);
-  const auto [mu, is] = statistics(x, dims, node.scalars.at(0).to_double());
+  const auto [mu, is] = statistics(x, dims, p.eps);
   const Tensor xhat = (x - mu) * is;
   // An empty dims list would mean "every dim" to sum.
   auto sum_lead = [&](const Tensor& t) { return lead.empty() ? t : t.sum(lead); };
@@ -99,13 +106,14 @@ GradList layer_norm_rule(Node& node, const Tensor& grad) {
   return {gi, gw, gb};
 }
 
-// saved: {indices}; ints: {num_weights, padding_idx or -1, scale_grad_by_freq}.
-GradList embedding_rule(Node& node, const Tensor& grad) {
+// saved: {indices}
+GradList embedding_backward(Node& node, const Tensor& grad) {
   if (!node.needs_input_grad(0)) return {Tensor()};
   const Tensor indices = node.saved_tensor(0);
-  const int64_t num = node.ints.at(0), pad = node.ints.at(1);
-  const bool scale = node.ints.at(2) != 0;
-  const std::optional<int64_t> padding_idx = pad >= 0 ? std::optional<int64_t>(pad) : std::nullopt;
+  const EmbeddingParams& p = node.params<EmbeddingParams>();
+  const int64_t num = p.num_weights;
+  const bool scale = p.scale_grad_by_freq;
+  const std::optional<int64_t>& padding_idx = p.padding_idx;
   if (!GradMode::is_enabled()) return {detail::embedding_backward(grad, indices, num, padding_idx, scale)};
   // A scatter_add of the gradient rows into a zero table.
   const int64_t K = indices.numel(), D = grad.size(-1);
@@ -118,19 +126,6 @@ GradList embedding_rule(Node& node, const Tensor& grad) {
     rows = rows / counts.index_select(0, idx).unsqueeze(1);
   }
   return {zeros({num, D}, options).scatter_add(0, idx.unsqueeze(1).expand({K, D}).contiguous(), rows)};
-}
-
-}  // namespace
-
-GradList norm_backward(Node& node, const Tensor& grad) {
-  switch (node.op) {
-    case GradOp::BatchNorm: return batch_norm_rule(node, grad);
-    case GradOp::LayerNorm: return layer_norm_rule(node, grad);
-    case GradOp::Embedding: return embedding_rule(node, grad);
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not a norm rule");
-  return {};
 }
 
 }  // namespace tandem::autograd

@@ -1,8 +1,8 @@
 // Derivative rules of the reductions and softmax (PyTorch's derivatives.yaml).
-// The front ends in tensor/ops/reduce.cpp record ints = {keepdim, reduced
-// dims...} and the saved tensors listed there (record_reduction). grad has the
-// output's shape; each rule first views it at the keepdim shape so that it
-// broadcasts against the input.
+// The front ends in tensor/ops/reduce.cpp record a ReductionParams payload
+// (the reduced dims, keepdim, correction or p) and the saved tensors listed
+// there (record_reduction). grad has the output's shape; each rule first
+// views it at the keepdim shape so that it broadcasts against the input.
 // Softmax and log_softmax take the fused one-pass kernel
 // (detail::softmax_backward_data) when the backward does not record; with
 // create_graph their composite formula records its ops for double backward.
@@ -10,28 +10,20 @@
 
 #include "autograd/rules.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/core/node_params.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/reduce.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
 namespace {
 
-// ints = {keepdim, dims...}, as record_reduction writes them.
-struct Reduced {
-  bool keepdim;
-  std::vector<int64_t> dims;  // wrapped, sorted
-};
-
-Reduced reduced_of(const Node& node) {
-  TANDEM_INTERNAL_ASSERT(!node.ints.empty(), "node ", node.name(), " recorded no reduction dims");
-  return {node.ints[0] != 0, std::vector<int64_t>(node.ints.begin() + 1, node.ints.end())};
-}
-
 // t (the output's shape) at the keepdim shape: the reduced dims put back with
 // size 1, in ascending order (PyTorch's unsqueeze_multiple).
-Tensor at_keepdim(const Tensor& t, const Reduced& r) {
+Tensor at_keepdim(const Tensor& t, const ReductionParams& r) {
   if (r.keepdim) return t;
   Tensor k = t;
   for (int64_t d : r.dims) k = k.unsqueeze(d);
@@ -39,7 +31,7 @@ Tensor at_keepdim(const Tensor& t, const Reduced& r) {
 }
 
 // How many input elements each output reduced.
-int64_t reduced_count(const Node& node, const Reduced& r) {
+int64_t reduced_count(const Node& node, const ReductionParams& r) {
   int64_t n = 1;
   for (int64_t d : r.dims) n *= node.inputs[0].sizes[d];
   return n;
@@ -50,7 +42,7 @@ Tensor sign_of(const Tensor& x) { return x.gt(0).to(x.dtype()) - x.lt(0).to(x.dt
 
 // grad_k (keepdim shape) shared evenly among the elements where mask is true,
 // over the reduced dims (PyTorch's evenly_distribute / scale_grad_by_count).
-Tensor split_evenly(const Tensor& grad_k, const Tensor& mask, const Reduced& r) {
+Tensor split_evenly(const Tensor& grad_k, const Tensor& mask, const ReductionParams& r) {
   Tensor count = mask.sum(r.dims, /*keepdim=*/true);
   return where(mask, grad_k / count, 0.0);
 }
@@ -66,7 +58,7 @@ Tensor expand_back(const Tensor& grad_k, const Node& node) { return grad_k.expan
 // product of the others at the only zero (out / x_i = 0 at the rest), and 0
 // everywhere with two zeros or more. The zero branches are written so that
 // their own gradients (double backward) are exact too.
-Tensor prod_backward(const Tensor& grad_k, const Tensor& x, const Tensor& out_k, const Reduced& r) {
+Tensor prod_grad(const Tensor& grad_k, const Tensor& x, const Tensor& out_k, const ReductionParams& r) {
   bool one_dim = r.dims.size() == 1;
   auto sum_k = [&](const Tensor& t) { return one_dim ? t.sum(r.dims, /*keepdim=*/true) : t.sum(); };
   Tensor is_zero = x.eq(0);
@@ -86,12 +78,12 @@ Tensor prod_backward(const Tensor& grad_k, const Tensor& x, const Tensor& out_k,
 }
 
 // var over dims: grad * 2 (x - mean) / (N - correction).
-Tensor var_backward(const Tensor& grad_k, const Tensor& x, const Reduced& r, double divisor) {
+Tensor var_grad(const Tensor& grad_k, const Tensor& x, const ReductionParams& r, double divisor) {
   return grad_k * (x - x.mean(r.dims, /*keepdim=*/true)) * (2.0 / divisor);
 }
 
 // The p-norm (PyTorch's norm_backward), norm_k at the keepdim shape.
-Tensor norm_backward(const Tensor& grad_k, const Tensor& x, const Tensor& norm_k, const Reduced& r, double p) {
+Tensor p_norm_grad(const Tensor& grad_k, const Tensor& x, const Tensor& norm_k, const ReductionParams& r, double p) {
   if (p == 0) return zeros_like(x, TensorOptions(grad_k.dtype()));
   if (p == 1) return grad_k * sign_of(x);
   if (std::isinf(p)) return sign_of(x) * split_evenly(grad_k, x.abs().eq(norm_k), r);
@@ -117,72 +109,79 @@ Tensor value_selecting_backward(const Tensor& grad_k, const Tensor& indices_k, c
 
 }  // namespace
 
-GradList reduce_backward(Node& node, const Tensor& grad) {
-  auto saved = [&](size_t i) { return node.saved_tensor(i); };
-  switch (node.op) {
-    case GradOp::Sum: {
-      Reduced r = reduced_of(node);
-      return {expand_back(at_keepdim(grad, r), node)};
-    }
-    case GradOp::Mean: {
-      Reduced r = reduced_of(node);
-      return {expand_back(at_keepdim(grad, r) / static_cast<double>(reduced_count(node, r)), node)};
-    }
-    case GradOp::Prod: {  // saved: {x, out}
-      Reduced r = reduced_of(node);
-      return {prod_backward(at_keepdim(grad, r), saved(0), at_keepdim(saved(1), r), r)};
-    }
-    case GradOp::MaxAll:
-    case GradOp::MinAll:
-    case GradOp::Amax:
-    case GradOp::Amin: {  // saved: {x, out}; ties share the gradient
-      Reduced r = reduced_of(node);
-      Tensor x = saved(0);
-      return {split_evenly(at_keepdim(grad, r), equals_result(x, at_keepdim(saved(1), r)), r)};
-    }
-    case GradOp::MaxDim:
-    case GradOp::MinDim: {  // saved: {indices}
-      Reduced r = reduced_of(node);
-      if (r.dims.empty()) return {grad};  // a 0-dim input: the value is the element
-      return {value_selecting_backward(at_keepdim(grad, r), at_keepdim(saved(0), r), node, r.dims[0])};
-    }
-    case GradOp::Var: {  // saved: {x}; scalars: {correction}
-      Reduced r = reduced_of(node);
-      double divisor = static_cast<double>(reduced_count(node, r)) - node.scalars[0].to_double();
-      return {var_backward(at_keepdim(grad, r), saved(0), r, divisor)};
-    }
-    case GradOp::Std: {  // saved: {x, out}; scalars: {correction}
-      // std = sqrt(var): through var, with 0 where std is 0 (as PyTorch).
-      Reduced r = reduced_of(node);
-      double divisor = static_cast<double>(reduced_count(node, r)) - node.scalars[0].to_double();
-      Tensor std_k = at_keepdim(saved(1), r);
-      Tensor grad_var = where(std_k.eq(0), 0.0, at_keepdim(grad, r) / (std_k * 2.0));
-      return {var_backward(grad_var, saved(0), r, divisor)};
-    }
-    case GradOp::Norm: {  // saved: {x, out}; scalars: {p}
-      Reduced r = reduced_of(node);
-      return {norm_backward(at_keepdim(grad, r), saved(0), at_keepdim(saved(1), r), r, node.scalars[0].to_double())};
-    }
-    case GradOp::LogSumExp: {  // saved: {x, out}
-      Reduced r = reduced_of(node);
-      return {at_keepdim(grad, r) * exp(saved(0) - at_keepdim(saved(1), r))};
-    }
-    case GradOp::Softmax: {  // saved: {y}; ints: {dim}
-      Tensor y = saved(0);
-      int64_t dim = node.ints[0];
-      if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(y.dtype()), y, dim, false)};
-      return {y * (grad - (grad * y).sum({dim}, /*keepdim=*/true))};
-    }
-    case GradOp::LogSoftmax: {  // saved: {out}; ints: {dim}
-      Tensor out = saved(0);
-      int64_t dim = node.ints[0];
-      if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(out.dtype()), out, dim, true)};
-      return {grad - exp(out) * grad.sum({dim}, /*keepdim=*/true)};
-    }
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not a reduction rule");
-  return {};
+GradList sum_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  return {expand_back(at_keepdim(grad, r), node)};
+}
+
+GradList mean_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  return {expand_back(at_keepdim(grad, r) / static_cast<double>(reduced_count(node, r)), node)};
+}
+
+// saved: {x, out}
+GradList prod_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  return {prod_grad(at_keepdim(grad, r), node.saved_tensor(0), at_keepdim(node.saved_tensor(1), r), r)};
+}
+
+// MaxAll, MinAll, Amax, Amin. saved: {x, out}; ties share the gradient.
+GradList max_min_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  Tensor x = node.saved_tensor(0);
+  return {split_evenly(at_keepdim(grad, r), equals_result(x, at_keepdim(node.saved_tensor(1), r)), r)};
+}
+
+// MaxDim, MinDim. saved: {indices}
+GradList max_min_dim_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  if (r.dims.empty()) return {grad};  // a 0-dim input: the value is the element
+  return {value_selecting_backward(at_keepdim(grad, r), at_keepdim(node.saved_tensor(0), r), node, r.dims[0])};
+}
+
+// saved: {x}
+GradList var_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  double divisor = static_cast<double>(reduced_count(node, r)) - static_cast<double>(r.reduce.correction);
+  return {var_grad(at_keepdim(grad, r), node.saved_tensor(0), r, divisor)};
+}
+
+// saved: {x, out}. std = sqrt(var): through var, with 0 where std is 0 (as
+// PyTorch).
+GradList std_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  double divisor = static_cast<double>(reduced_count(node, r)) - static_cast<double>(r.reduce.correction);
+  Tensor std_k = at_keepdim(node.saved_tensor(1), r);
+  Tensor grad_var = where(std_k.eq(0), 0.0, at_keepdim(grad, r) / (std_k * 2.0));
+  return {var_grad(grad_var, node.saved_tensor(0), r, divisor)};
+}
+
+// saved: {x, out}
+GradList norm_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  return {p_norm_grad(at_keepdim(grad, r), node.saved_tensor(0), at_keepdim(node.saved_tensor(1), r), r, r.reduce.p)};
+}
+
+// saved: {x, out}
+GradList logsumexp_backward(Node& node, const Tensor& grad) {
+  const ReductionParams& r = node.params<ReductionParams>();
+  return {at_keepdim(grad, r) * exp(node.saved_tensor(0) - at_keepdim(node.saved_tensor(1), r))};
+}
+
+// saved: {y}
+GradList softmax_backward(Node& node, const Tensor& grad) {
+  Tensor y = node.saved_tensor(0);
+  int64_t dim = node.params<DimParams>().dim;
+  if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(y.dtype()), y, dim, false)};
+  return {y * (grad - (grad * y).sum({dim}, /*keepdim=*/true))};
+}
+
+// saved: {out}
+GradList log_softmax_backward(Node& node, const Tensor& grad) {
+  Tensor out = node.saved_tensor(0);
+  int64_t dim = node.params<DimParams>().dim;
+  if (!GradMode::is_enabled()) return {detail::softmax_backward_data(grad.to(out.dtype()), out, dim, true)};
+  return {grad - exp(out) * grad.sum({dim}, /*keepdim=*/true)};
 }
 
 }  // namespace tandem::autograd

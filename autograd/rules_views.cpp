@@ -11,51 +11,19 @@
 
 #include "autograd/engine.h"
 #include "autograd/rules.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/factory.h"
+
+#pragma GCC diagnostic error "-Wswitch"
 
 namespace tandem::autograd {
 
 namespace {
 
-struct Geometry {
-  Shape sizes, strides;
-};
-
-// AsStrided and CopySlices ints: [base dim, base sizes, base strides, view
-// dim, view sizes, view strides, view offset - base offset, extent of the
-// base's elements in storage] (view_geometry in grad_record.cpp).
-struct ViewGeometry {
-  Geometry base, view;
-  int64_t offset = 0;
-  int64_t extent = 0;
-};
-
-ViewGeometry parse_geometry(const std::vector<int64_t>& ints) {
-  size_t i = 0;
-  auto next = [&]() {
-    TANDEM_INTERNAL_ASSERT(i < ints.size(), "view geometry too short: ", ints.size(), " ints");
-    return ints[i++];
-  };
-  auto geometry = [&]() {
-    Geometry g;
-    int64_t dim = next();
-    for (int64_t d = 0; d < dim; ++d) g.sizes.push_back(next());
-    for (int64_t d = 0; d < dim; ++d) g.strides.push_back(next());
-    return g;
-  };
-  ViewGeometry v;
-  v.base = geometry();
-  v.view = geometry();
-  v.offset = next();
-  v.extent = next();
-  TANDEM_INTERNAL_ASSERT(i == ints.size(), "view geometry too long: ", ints.size(), " ints, read ", i);
-  return v;
-}
-
 // True when two elements of the geometry may share a storage element:
 // dims of size > 1 sorted by stride must each step past all the smaller ones.
-bool overlaps(const Geometry& g) {
+bool overlaps(const Strided& g) {
   std::vector<size_t> dims;
   for (size_t d = 0; d < g.sizes.size(); ++d)
     if (g.sizes[d] > 1) dims.push_back(d);
@@ -69,7 +37,7 @@ bool overlaps(const Geometry& g) {
 }
 
 // "sizes [..], strides [..]" for messages.
-std::string shape_and_strides(const Geometry& g) {
+std::string shape_and_strides(const Strided& g) {
   return detail::str_cat("sizes ", shape_str(g.sizes), ", strides ", shape_str(g.strides));
 }
 
@@ -89,12 +57,51 @@ Layout zero_layout(const ViewGeometry& g, const Tensor& like) {
   return {base, view};
 }
 
+// Zeros of the input's shape, for a gradient that fills part of it.
+Tensor zeros_of_input(const Node& node, const Tensor& grad) {
+  return zeros(node.inputs[0].sizes, TensorOptions(grad.dtype()).device(grad.device()));
+}
+
+}  // namespace
+
+// View, Squeeze, SqueezeDim, Unsqueeze: the same elements in the input's shape.
+GradList view_backward(Node& node, const Tensor& grad) { return {grad.reshape(node.inputs[0].sizes)}; }
+
+GradList permute_backward(Node& node, const Tensor& grad) {
+  const std::vector<int64_t>& dims = node.params<PermuteParams>().dims;
+  Shape inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
+  return {grad.permute(inverse)};
+}
+
+// Transpose, T.
+GradList transpose_backward(Node& node, const Tensor& grad) {
+  const TransposeParams& p = node.params<TransposeParams>();
+  return {grad.transpose(p.dim0, p.dim1)};
+}
+
+GradList expand_backward(Node& node, const Tensor& grad) { return {sum_to(grad, node.inputs[0].sizes)}; }
+
+GradList slice_backward(Node& node, const Tensor& grad) {
+  const SliceParams& p = node.params<SliceParams>();
+  Tensor grad_input = zeros_of_input(node, grad);
+  grad_input.slice(p.dim, p.start, p.end, p.step).copy_(grad);
+  return {grad_input};
+}
+
+GradList select_backward(Node& node, const Tensor& grad) {
+  const SelectParams& p = node.params<SelectParams>();
+  Tensor grad_input = zeros_of_input(node, grad);
+  grad_input.select(p.dim, p.index).copy_(grad);
+  return {grad_input};
+}
+
 // AsStridedBackward0: the view's gradient scattered into zeros laid out as the
 // base. Elements a view repeats (stride-0 dims, from expand) all land on one
 // storage element: their gradients are summed first, so that the write is
 // one to one.
-Tensor as_strided_backward(const Node& node, const Tensor& grad) {
-  ViewGeometry g = parse_geometry(node.ints);
+GradList as_strided_backward(Node& node, const Tensor& grad) {
+  ViewGeometry g = node.params<ViewGeometry>();
   Shape repeated;
   for (size_t d = 0; d < g.view.sizes.size(); ++d) {
     if (g.view.strides[d] == 0 && g.view.sizes[d] > 1) {
@@ -107,13 +114,13 @@ Tensor as_strided_backward(const Node& node, const Tensor& grad) {
   Tensor grad_view = repeated.empty() ? grad : grad.sum(repeated, /*keepdim=*/true);
   Layout l = zero_layout(g, grad);
   l.view.copy_(grad_view);
-  return l.base;
+  return {l.base};
 }
 
 // CopySlices: the base's gradient g, split at the view. Inside the view it
 // belongs to the in-place op's output; outside, to the base's old history.
-GradList copy_slices_backward(const Node& node, const Tensor& grad) {
-  ViewGeometry g = parse_geometry(node.ints);
+GradList copy_slices_backward(Node& node, const Tensor& grad) {
+  const ViewGeometry& g = node.params<ViewGeometry>();
   TANDEM_CHECK(!overlaps(g.base), NotImplementedError, node.name(),
                ": the base of a view changed in place has elements that share memory (", shape_and_strides(g.base),
                "; e.g. it is the detach() of an expand()), so its gradient cannot be laid out; this is not "
@@ -126,42 +133,6 @@ GradList copy_slices_backward(const Node& node, const Tensor& grad) {
   if (!node.needs_input_grad(0)) return {Tensor(), grad_op};
   l.view.zero_();
   return {l.base, grad_op};
-}
-
-}  // namespace
-
-GradList view_backward(Node& node, const Tensor& grad) {
-  const Shape& input_sizes = node.inputs[0].sizes;
-  auto zeros_of_input = [&]() { return zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device())); };
-  switch (node.op) {
-    case GradOp::View:
-    case GradOp::Squeeze:
-    case GradOp::SqueezeDim:
-    case GradOp::Unsqueeze: return {grad.reshape(input_sizes)};
-    case GradOp::Permute: {  // ints: out dim i is input dim ints[i]
-      Shape inverse(node.ints.size());
-      for (size_t i = 0; i < node.ints.size(); ++i) inverse[node.ints[i]] = static_cast<int64_t>(i);
-      return {grad.permute(inverse)};
-    }
-    case GradOp::Transpose:
-    case GradOp::T: return {grad.transpose(node.ints[0], node.ints[1])};  // ints: {dim0, dim1}
-    case GradOp::Expand: return {sum_to(grad, input_sizes)};
-    case GradOp::Slice: {  // ints: {dim, start, end, step}
-      Tensor grad_input = zeros_of_input();
-      grad_input.slice(node.ints[0], node.ints[1], node.ints[2], node.ints[3]).copy_(grad);
-      return {grad_input};
-    }
-    case GradOp::Select: {  // ints: {dim, index}
-      Tensor grad_input = zeros_of_input();
-      grad_input.select(node.ints[0], node.ints[1]).copy_(grad);
-      return {grad_input};
-    }
-    case GradOp::AsStrided: return {as_strided_backward(node, grad)};
-    case GradOp::CopySlices: return copy_slices_backward(node, grad);
-    default: break;
-  }
-  TANDEM_INTERNAL_ASSERT(false, "node ", node.name(), " is not a view rule");
-  return {};
 }
 
 }  // namespace tandem::autograd

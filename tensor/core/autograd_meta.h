@@ -8,7 +8,6 @@
 #include <any>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "tensor/core/errors.h"
@@ -60,7 +59,7 @@ enum class GradOp : uint8_t {
   Expand,
   Slice,  // slice, narrow, split, chunk
   Select,
-  AsStrided,   // a view whose base's history changed: ints = sizes, strides, offset (relative to the base)
+  AsStrided,   // a view whose base's history changed: payload = its ViewGeometry
   CopySlices,  // an in-place op on a view, seen from its base: next = (old base, the op's node)
   // joins, indexing, matrix products (shape_ops.cpp, index.cpp, linalg.cpp)
   Cat,
@@ -154,14 +153,10 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;   // one per differentiable input
   std::vector<InputMeta> inputs;  // one per next edge
   std::vector<SavedTensor> saved;
-  // The op's parameters as its struct (UnaryParams for the op table's unary
-  // ops), read back with params<P>().
+  // The op's parameters as its struct, read back with params<P>(): the op
+  // table's UnaryParams, Conv2dParams, SliceParams, ... (which node keeps
+  // which: tensor/core/node_params.h). Empty for an op without any.
   std::any payload;
-  // Older positional form, still used by the families outside the op table:
-  // dims, sizes, flags (each rule documents its layout).
-  std::vector<int64_t> ints;
-  std::vector<Scalar> scalars;
-  std::string str;
   // AccumulateGrad: the leaf, held weakly. A strong handle would close a
   // cycle (leaf -> .grad() with history -> its graph -> accumulator -> leaf)
   // after backward(create_graph=true), which PyTorch only warns about; and a

@@ -2,6 +2,8 @@
 // gradient flows through, views and their bases, and the Recorder.
 #include "tensor/core/grad_record.h"
 
+#include "tensor/core/node_params.h"
+
 namespace tandem::autograd {
 
 AutogradMeta& meta_of(const Tensor& t) {
@@ -14,23 +16,14 @@ AutogradMeta& meta_of(const Tensor& t) {
 namespace {
 AutogradMeta* meta_if(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
 
-// Geometry of a view relative to its base, for AsStrided and CopySlices:
-// [base dim, base sizes, base strides, view dim, view sizes, view strides,
-// view offset - base offset, extent of the base's elements in the storage].
-std::vector<int64_t> view_geometry(const Tensor& base, const Tensor& view) {
-  std::vector<int64_t> g;
-  auto push = [&](const Tensor& t) {
-    g.push_back(t.dim());
-    for (int64_t s : t.sizes()) g.push_back(s);
-    for (int64_t s : t.strides()) g.push_back(s);
-  };
-  push(base);
-  push(view);
-  g.push_back(view.storage_offset() - base.storage_offset());
+// Geometry of a view relative to its base, for AsStrided and CopySlices.
+ViewGeometry view_geometry(const Tensor& base, const Tensor& view) {
   int64_t extent = 1;
   for (int64_t d = 0; d < base.dim(); ++d) extent += (base.size(d) - 1) * base.stride(d);
-  g.push_back(base.numel() == 0 ? 0 : extent);
-  return g;
+  return {{base.sizes().vec(), base.strides().vec()},
+          {view.sizes().vec(), view.strides().vec()},
+          view.storage_offset() - base.storage_offset(),
+          base.numel() == 0 ? 0 : extent};
 }
 
 InputMeta input_meta(const Tensor& t) { return {t.sizes().vec(), t.dtype(), t.device()}; }
@@ -39,7 +32,7 @@ std::shared_ptr<Node> as_strided_node(const Tensor& base, const Tensor& view) {
   auto node = std::make_shared<Node>(GradOp::AsStrided);
   node->next_edges.push_back(gradient_edge(base));
   node->inputs.push_back(input_meta(base));
-  node->ints = view_geometry(base, view);
+  node->payload = view_geometry(base, view);
   return node;
 }
 }  // namespace
@@ -167,7 +160,7 @@ void Recorder::finish_inplace(const Tensor& self) {
   auto copy_slices = std::make_shared<Node>(GradOp::CopySlices);
   copy_slices->next_edges = {gradient_edge(base), Edge{node_, 0}};
   copy_slices->inputs = {input_meta(base), input_meta(self)};
-  copy_slices->ints = view_geometry(base, self);
+  copy_slices->payload = view_geometry(base, self);
   AutogradMeta& bm = meta_of(base);
   bm.grad_fn = copy_slices;
   bm.output_nr = 0;

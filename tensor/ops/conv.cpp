@@ -133,8 +133,7 @@ Tensor run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const
 
 // run_conv under a Convolution node, which keeps what autograd/rules_conv.cpp
 // reads: inputs {x (4-D), weight, bias}; saved {x if the weight needs grad,
-// weight if x needs grad} (undefined otherwise);
-// ints = {stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups}.
+// weight if x needs grad} (undefined otherwise); the Conv2dParams as payload.
 // Grad mode is off while the Recorder lives, so views of the result are
 // taken by the caller.
 Tensor recorded_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p, Pair hw,
@@ -142,7 +141,7 @@ Tensor recorded_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   Recorder rec(GradOp::Convolution, {x, weight, bias});
   Tensor out = run_conv(x, weight, bias, p, hw, origin);
   if (rec) {
-    rec.node().ints = {p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dilation_h, p.dilation_w, p.groups};
+    rec.node().payload = p;
     rec.save(rec.node().needs_input_grad(1) ? x : Tensor());
     rec.save(rec.node().needs_input_grad(0) ? weight : Tensor());
   }

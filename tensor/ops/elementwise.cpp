@@ -7,6 +7,7 @@
 
 #include "kernels/elementwise.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/op_table.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -164,15 +165,15 @@ using autograd::Recorder;
 // reads them back as node.params<UnaryParams>()).
 void record_unary_params(autograd::Node& node, const UnaryParams& p) { node.payload = p; }
 
-// Binary rules keep [a, b] (undefined where not needed) and Pow its output
-// too; Add and Sub keep scalars = {alpha}. self_old: a's value before an
+// Binary rules keep [a, b] (undefined where not needed); Add and Sub keep
+// no tensor but an AddParams payload (alpha). self_old: a's value before an
 // in-place write (a itself out of place).
 void record_binary(Recorder& rec, BinaryOp op, const Tensor& self_old, const Tensor& b, const Scalar& alpha) {
   autograd::Node& n = rec.node();
   bool need_a = n.needs_input_grad(0), need_b = n.needs_input_grad(1);
   switch (op) {
     case BinaryOp::Add:
-    case BinaryOp::Sub: n.scalars = {alpha}; break;
+    case BinaryOp::Sub: n.payload = autograd::AddParams{alpha}; break;
     case BinaryOp::Mul:
       rec.save(need_b ? self_old : Tensor());
       rec.save(need_a ? b : Tensor());

@@ -9,6 +9,7 @@
 
 #include "kernels/index.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -69,12 +70,12 @@ void run_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const
   return dispatch(self.device(), cpu::scatter_add, gpu::scatter_add, self, dim, index, src);
 }
 
-// Gather, IndexSelect: inputs {t}, saved {index}, ints {dim} (wrapped).
-// ScatterAdd (also in place): inputs {t, src}, saved {index if src needs
-// grad}, ints {dim} (wrapped).
+// Gather, IndexSelect: inputs {t}, saved {index}, a DimParams payload (the
+// dim, wrapped). ScatterAdd (also in place): inputs {t, src}, saved {index if
+// src needs grad}, a DimParams payload.
 void record_index_op(autograd::Recorder& rec, int64_t dim, const Tensor& index, bool save_index = true) {
   if (!rec) return;
-  rec.node().ints = {dim};
+  rec.node().payload = autograd::DimParams{dim};
   if (save_index) rec.save(index);
 }
 

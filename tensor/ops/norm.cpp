@@ -2,13 +2,14 @@
 // backward ops: PyTorch's checks (in its words, then the fix), the
 // statistics' dtype, allocation, the backend switch, and the autograd record.
 //
-// Node layouts (autograd/rules_norm.cpp reads them):
+// Node layouts (autograd/rules_norm.cpp reads them; the payloads are in
+// tensor/core/node_params.h):
 //   BatchNorm: inputs {input, weight, bias}; saved {input, weight, mean, invstd};
-//              ints {training}; scalars {eps}
+//              BatchNormParams {training, eps}
 //   LayerNorm: inputs {input, weight, bias}; saved {input, weight, mean, invstd};
-//              ints normalized_shape; scalars {eps}
+//              LayerNormParams {normalized_shape, eps}
 //   Embedding: inputs {weight}; saved {indices};
-//              ints {num_weights, padding_idx or -1, scale_grad_by_freq}
+//              EmbeddingParams {num_weights, padding_idx (wrapped), scale_grad_by_freq}
 #include "tensor/ops/norm.h"
 
 #include <string>
@@ -17,6 +18,7 @@
 #include "kernels/embedding.h"
 #include "kernels/norm.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -139,8 +141,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     rec.save(weight);
     rec.save(mean);
     rec.save(invstd);
-    rec.node().ints = {training ? 1 : 0};
-    rec.node().scalars = {Scalar(eps)};
+    rec.node().payload = autograd::BatchNormParams{training, eps};
   }
   return rec.finish(out);
 }
@@ -238,8 +239,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
     rec.save(weight);
     rec.save(mean);
     rec.save(invstd);
-    rec.node().ints = normalized_shape.vec();
-    rec.node().scalars = {Scalar(eps)};
+    rec.node().payload = autograd::LayerNormParams{normalized_shape.vec(), eps};
   }
   return rec.finish(out);
 }
@@ -300,10 +300,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
                shape_str(weight.sizes()));
   check_indices_dtype(op, indices);
   const int64_t num = weight.size(0), D = weight.size(1);
-  int64_t pad = -1;
+  std::optional<int64_t> pad;  // padding_idx, wrapped
   if (padding_idx) {
     pad = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
-    TANDEM_CHECK(pad >= 0 && pad < num, ValueError, "Padding_idx must be within num_embeddings (padding_idx ",
+    TANDEM_CHECK(*pad >= 0 && *pad < num, ValueError, "Padding_idx must be within num_embeddings (padding_idx ",
                  *padding_idx, " with num_embeddings ", num, "; valid: ", -num, " to ", num - 1, ")");
   }
 
@@ -315,7 +315,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   dispatch(weight.device(), cpu::embedding, gpu::embedding, out, w, idx);
   if (rec) {
     rec.save(indices);
-    rec.node().ints = {num, pad, scale_grad_by_freq ? 1 : 0};
+    rec.node().payload = autograd::EmbeddingParams{num, pad, scale_grad_by_freq};
   }
   return rec.finish(out);
 }

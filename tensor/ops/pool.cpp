@@ -92,10 +92,6 @@ Tensor make_out(const Tensor& x, Pair hw, const char* op, Dtype dtype) {
   return detail::make_result({x.size(0), x.size(1), hw.h, hw.w}, dtype, x.device(), Origin::computed(op, x.origin()));
 }
 
-std::vector<int64_t> window_ints(const Pool2dParams& p) {
-  return {p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_h, p.pad_w};
-}
-
 // The checks every fused backward runs: grad_out of the forward's output
 // size, floating, and the grad mode rule.
 void check_backward(const char* name, const Tensor& grad_out, IntArrayRef input_sizes, Pair out_hw) {
@@ -120,9 +116,8 @@ Tensor make_grad_input(const char* name, const Tensor& grad_out, IntArrayRef inp
 
 // What the pooling nodes keep, as autograd/rules_conv.cpp reads them; each
 // has one input, the 4-D input (an unbatched one unsqueezed):
-//   MaxPool2d:         saved = {indices};
-//                      ints = {kH, kW, sH, sW, pH, pW, dilation_h, dilation_w, ceil_mode}
-//   AvgPool2d:         ints = {kH, kW, sH, sW, pH, pW, ceil_mode, count_include_pad, divisor_override (0: none)}
+//   MaxPool2d:         saved = {indices}; the Pool2dParams as payload
+//   AvgPool2d:         the Pool2dParams as payload
 //   AdaptiveAvgPool2d: nothing (the sizes are the input's and the gradient's)
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
@@ -143,8 +138,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
       dispatch(x.device(), cpu::max_pool2d, gpu::max_pool2d, out, indices, xc, p);
     }
     if (rec) {
-      rec.node().ints = window_ints(p);
-      rec.node().ints.insert(rec.node().ints.end(), {p.dilation_h, p.dilation_w, int64_t{p.ceil_mode}});
+      rec.node().payload = p;
       rec.save(indices);
     }
     rec.finish(out);
@@ -178,11 +172,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
       const Tensor xc = x.contiguous();
       dispatch(x.device(), cpu::avg_pool2d, gpu::avg_pool2d, out, xc, p);
     }
-    if (rec) {
-      rec.node().ints = window_ints(p);
-      rec.node().ints.insert(rec.node().ints.end(),
-                             {int64_t{p.ceil_mode}, int64_t{p.count_include_pad}, p.divisor_override});
-    }
+    if (rec) rec.node().payload = p;
     rec.finish(out);
   }
   return unbatched_like(out, input);

@@ -9,6 +9,7 @@
 #include "kernels/reduce.h"
 #include "kernels/softmax.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -59,21 +60,19 @@ void check_nonzero_reduced(const Tensor& x, const ReduceShape& r, const char* op
 }
 
 // What every reduction's node keeps, as autograd/rules_reduce.cpp reads it:
-// ints = {keepdim, reduced dims...} (wrapped, sorted; every dim for a full
-// reduction, none for a 0-dim input). On top of that, per op:
+// a ReductionParams payload (tensor/core/node_params.h), the reduced dims
+// wrapped and sorted (every dim for a full reduction, none for a 0-dim input),
+// keepdim, and the kernel's params (Var, Std: correction; Norm: p). Per op:
 //   Sum, Mean:              nothing else
 //   Prod:                   saved = {input, output}; dims has one dim, or every dim for prod()
-//   MaxAll, MinAll:         saved = {input, output}; dims = every dim, keepdim = 0
+//   MaxAll, MinAll:         saved = {input, output}; dims = every dim, keepdim = false
 //   Amax, Amin, LogSumExp:  saved = {input, output}
 //   MaxDim, MinDim:         saved = {indices}; dims = {dim}
-//   Var:                    saved = {input};         scalars = {correction}
-//   Std:                    saved = {input, output}; scalars = {correction}
-//   Norm:                   saved = {input, output}; scalars = {p}
-// Softmax and LogSoftmax are not reductions: ints = {dim}, saved = {output}.
-void record_reduction(Recorder& rec, const ReduceShape& r, bool keepdim) {
-  std::vector<int64_t>& ints = rec.node().ints;
-  ints.push_back(keepdim);
-  ints.insert(ints.end(), r.dims.begin(), r.dims.end());
+//   Var:                    saved = {input}
+//   Std, Norm:              saved = {input, output}
+// Softmax and LogSoftmax are not reductions: a DimParams payload, saved = {output}.
+void record_reduction(Recorder& rec, const ReduceShape& r, bool keepdim, const ReduceParams& params = {}) {
+  rec.node().payload = autograd::ReductionParams{r.dims, keepdim, params};
 }
 
 // in already has the dtype the result takes; origin is the user's input's.
@@ -185,8 +184,7 @@ Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepd
   Recorder rec(take_sqrt ? GradOp::Std : GradOp::Var, {x});
   Tensor out = reduce_op(take_sqrt ? ReduceOp::Std : ReduceOp::Var, name, x, r, x.origin(), params);
   if (rec) {
-    record_reduction(rec, r, keepdim);
-    rec.node().scalars = {Scalar(correction)};
+    record_reduction(rec, r, keepdim, params);
     rec.save(x);
     if (take_sqrt) rec.save_output(out);
   }
@@ -207,7 +205,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
   dispatch(x.device(), cpu::softmax, gpu::softmax, out, in, d, log);
   if (rec) {
-    rec.node().ints = {d};  // see record_reduction
+    rec.node().payload = autograd::DimParams{d};  // see record_reduction
     rec.save_output(out);
   }
   return rec.finish(out);
@@ -300,8 +298,7 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   Recorder rec(GradOp::Norm, {x});
   Tensor out = reduce_op(ReduceOp::Norm, "norm", x, r, x.origin(), params);
   if (rec) {
-    record_reduction(rec, r, keepdim);
-    rec.node().scalars = {Scalar(order)};
+    record_reduction(rec, r, keepdim, params);
     rec.save(x);
     rec.save_output(out);
   }

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/shape_ops.h"
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
@@ -105,12 +106,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   autograd::Recorder rec(autograd::GradOp::Cat, tensors);
   Tensor out = cat_impl(tensors, dim, "cat");
   if (rec) {
-    // ints: {dim, then each input's size along dim, or -1 for an input cat
-    // skipped (1-D and empty: its gradient is an empty [0])}.
-    int64_t d = cat_dim(tensors, dim, "cat");
-    std::vector<int64_t>& ints = rec.node().ints;
-    ints = {d};
-    for (const Tensor& t : tensors) ints.push_back(cat_skips(t) ? -1 : t.size(d));
+    // The dim, and each input's size along it (none for an input cat skipped).
+    autograd::CatParams p{cat_dim(tensors, dim, "cat"), {}};
+    for (const Tensor& t : tensors)
+      p.sizes.push_back(cat_skips(t) ? std::nullopt : std::optional<int64_t>(t.size(p.dim)));
+    rec.node().payload = std::move(p);
   }
   return rec.finish(out);
 }
@@ -131,7 +131,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   parts.reserve(tensors.size());
   for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(dim));
   Tensor out = cat_impl(parts, dim, "stack");
-  if (rec) rec.node().ints = {dim};  // ints: {dim}, wrapped; input i gets grad.select(dim, i)
+  if (rec) rec.node().payload = autograd::DimParams{dim};  // wrapped; input i gets grad.select(dim, i)
   return rec.finish(out);
 }
 

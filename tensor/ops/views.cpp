@@ -3,15 +3,17 @@
 // one node (rules in autograd/rules_views.cpp) and remembers its base, so that
 // an in-place op on the view updates the base's history.
 //
-// What each node keeps (the input's sizes are in node.inputs[0].sizes):
+// What each node keeps as its payload (tensor/core/node_params.h; the
+// input's sizes are in node.inputs[0].sizes):
 //   View, Squeeze, Unsqueeze, Expand: nothing
-//   Permute:   ints = the dims, wrapped (out dim i is input dim ints[i])
-//   Transpose: ints = {dim0, dim1}, wrapped ({0, 0} for a 0-dim tensor)
-//   Slice:     ints = {dim, start, end, step}, wrapped and clamped
-//   Select:    ints = {dim, index}, wrapped
+//   Permute:      PermuteParams, the dims wrapped
+//   Transpose, T: TransposeParams, wrapped ({0, 0} for a 0-dim tensor)
+//   Slice:        SliceParams, wrapped and clamped
+//   Select:       SelectParams, wrapped
 #include <algorithm>
 
 #include "tensor/core/grad_record.h"
+#include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/factory.h"
@@ -173,7 +175,7 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     strides[i] = stride(d);
   }
   Recorder rec(GradOp::Permute, {*this});
-  if (rec) rec.node().ints = std::move(wrapped);
+  if (rec) rec.node().payload = autograd::PermuteParams{std::move(wrapped)};
   Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), storage_offset());
   return rec.finish_view(out, *this);
 }
@@ -189,7 +191,7 @@ Tensor transpose_view(const Tensor& self, int64_t d0, int64_t d1, GradOp op) {
     std::swap(strides[d0], strides[d1]);
   }
   Recorder rec(op, {self});
-  if (rec) rec.node().ints = {d0, d1};
+  if (rec) rec.node().payload = autograd::TransposeParams{d0, d1};
   Tensor out = detail::make_view(self, std::move(sizes), std::move(strides), self.storage_offset());
   return rec.finish_view(out, self);
 }
@@ -256,7 +258,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   int64_t offset = storage_offset() + s * strides[d];
   strides[d] *= step;
   Recorder rec(GradOp::Slice, {*this});
-  if (rec) rec.node().ints = {d, s, e, step};
+  if (rec) rec.node().payload = autograd::SliceParams{d, s, e, step};
   Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), offset);
   return rec.finish_view(out, *this);
 }
@@ -288,7 +290,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
   Recorder rec(GradOp::Select, {*this});
-  if (rec) rec.node().ints = {d, index};
+  if (rec) rec.node().payload = autograd::SelectParams{d, index};
   Tensor out = detail::make_view(*this, std::move(sizes), std::move(strides), offset);
   return rec.finish_view(out, *this);
 }
