@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(cfg.threads);
 #endif
     std::printf("# bench_nn: Tandem %s (%s); device %s; %d thread(s); conv2d on cuda: %s\n", version(),
-                build_features(), cfg.device.str().c_str(), cfg.threads, gpu::conv2d_implementation());
+                build_features(), cfg.device.str().c_str(), cfg.threads, cuda::conv2d_implementation());
     std::printf(
         "# time: median per call; fwd runs under NoGradGuard; fwd+bwd = forward + autograd::grad of the layer's\n"
         "# parameters (conv1: weight, bias; conv2: also its input, a hidden activation), or of the pool's input.\n"

@@ -78,7 +78,7 @@ Device choose_device(const std::string& flag, std::string* why) {
                                  : "auto: a CUDA device is available";
       return Device(kCUDA, cuda::current_device());
     }
-    *why = "auto: no CUDA device (" + cuda_runtime::unavailable_reason() + ")";
+    *why = "auto: no CUDA device (" + cuda::detail::unavailable_reason() + ")";
     return Device(kCPU);
   }
   why->clear();
@@ -90,7 +90,7 @@ Device choose_device(const std::string& flag, std::string* why) {
   }
   if (device.is_cpu()) return device;
   if (!cuda::is_available())
-    throw UsageError("--device " + flag + ": there is no CUDA device here (" + cuda_runtime::unavailable_reason() +
+    throw UsageError("--device " + flag + ": there is no CUDA device here (" + cuda::detail::unavailable_reason() +
                      "); use --device cpu or auto, or set TANDEM_EMULATE_CUDA=1 to emulate one");
   try {
     return resolve_device(device, "tandem");

@@ -44,7 +44,7 @@ std::string cpu_model() {
 int run_info() {
   std::printf("Tandem %s\n", version());
   std::printf("build        %s\n", *build_features() ? build_features() : "cpu only");
-  cuda_runtime::Versions v = cuda_runtime::versions();
+  cuda::detail::Versions v = cuda::detail::versions();
   if (!cuda::is_built()) {
     std::printf("CUDA         built without CUDA\n");
   } else {
@@ -64,7 +64,7 @@ int run_info() {
 #endif
   int n = cuda::device_count();
   if (n == 0) {
-    std::printf("devices      cpu only: %s\n", cuda_runtime::unavailable_reason().c_str());
+    std::printf("devices      cpu only: %s\n", cuda::detail::unavailable_reason().c_str());
     return 0;
   }
   std::printf("devices      %d CUDA device%s%s\n", n, n == 1 ? "" : "s",

@@ -9,7 +9,7 @@
 #include <memory>
 #include <typeinfo>
 
-#include "kernels/cuda/runtime.h"  // cuda_runtime::device_count(): real GPUs only
+#include "kernels/cuda/runtime.h"  // cuda::detail::device_count(): real GPUs only
 #include "tandem/tandem.h"
 
 namespace examples {
@@ -18,12 +18,12 @@ namespace examples {
 // its first question about cuda devices (any tandem::cuda:: call, the first
 // tensor on cuda), and keeps the answer. So the first line of main() may
 // still set them: when the user set nothing and the CUDA runtime sees no GPU,
-// one emulated device. cuda_runtime::device_count() asks the runtime alone,
+// one emulated device. cuda::detail::device_count() asks the runtime alone,
 // not the emulation switch, so it does not fix the answer too early.
 // `memory` caps the emulated device (e.g. "256M") unless the user chose a
 // cap; a real GPU ignores it.
 inline void emulate_a_gpu_if_none(const char* memory = nullptr) {
-  if (std::getenv("TANDEM_EMULATE_CUDA") == nullptr && tandem::cuda_runtime::device_count() == 0)
+  if (std::getenv("TANDEM_EMULATE_CUDA") == nullptr && tandem::cuda::detail::device_count() == 0)
     setenv("TANDEM_EMULATE_CUDA", "1", /*overwrite=*/1);
   if (memory != nullptr) setenv("TANDEM_EMULATE_CUDA_MEMORY", memory, /*overwrite=*/0);
 }

@@ -8,10 +8,10 @@
 //
 // (the #define's lines continued with backslashes)
 //
-// which declares tandem::cpu::layer_norm and tandem::gpu::layer_norm with one
+// which declares tandem::cpu::layer_norm and tandem::cuda::layer_norm with one
 // signature: the CPU kernel is defined in kernels/cpu/, the CUDA one in
 // kernels/cuda/ (a .cu file, or the simulated build's host copy of it). In a
-// build without CUDA the gpu:: kernels are defined right here instead, each
+// build without CUDA the cuda:: kernels are defined right here instead, each
 // throwing NotImplementedError ("<name>: Tandem was built without CUDA
 // support ..."): the one place that error comes from. No op reaches them
 // there (an emulated device runs the CPU kernels), but a missing definition
@@ -30,24 +30,24 @@
 // its front end), declared the same way.
 #if TANDEM_WITH_CUDA
 #define TANDEM_CUDA_KERNELS(LIST) \
-  namespace tandem::gpu {         \
+  namespace tandem::cuda {         \
   LIST(TANDEM_KERNEL_DECLARE)     \
   }
 #define TANDEM_KERNELS(LIST)  \
   namespace tandem::cpu {     \
   LIST(TANDEM_KERNEL_DECLARE) \
   }                           \
-  namespace tandem::gpu {     \
+  namespace tandem::cuda {     \
   LIST(TANDEM_KERNEL_DECLARE) \
   }
 #else
 #define TANDEM_CUDA_KERNELS(LIST)                                                                                \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::gpu{ \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::cuda{ \
       LIST(TANDEM_KERNEL_WITHOUT_CUDA)} _Pragma("GCC diagnostic pop")
 #define TANDEM_KERNELS(LIST)                                                                                     \
   namespace tandem::cpu {                                                                                        \
   LIST(TANDEM_KERNEL_DECLARE)                                                                                    \
   }                                                                                                              \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::gpu{ \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::cuda{ \
       LIST(TANDEM_KERNEL_WITHOUT_CUDA)} _Pragma("GCC diagnostic pop")
 #endif

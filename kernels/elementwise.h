@@ -1,5 +1,5 @@
 // Elementwise kernels, both backends (kernels/contract.h): cpu:: in
-// kernels/cpu/elementwise.cpp, gpu:: in kernels/cuda/elementwise.cu (copy:
+// kernels/cpu/elementwise.cpp, cuda:: in kernels/cuda/elementwise.cu (copy:
 // copy.cu). Outputs are allocated and shaped by the caller; inputs broadcast
 // to the output's shape and already have the dtype the op computes in
 // (comparisons: out is bool). On CUDA they launch on the current stream of

@@ -134,7 +134,7 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
     static const std::vector<Tensor> kNone;
     for (auto& b : buckets) {
       const std::vector<Tensor>& max_exp_avg_sqs = h.amsgrad ? b.states[2] : kNone;
-      dispatch(b.device, cpu::adam_step, gpu::adam_step, b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs,
+      dispatch(b.device, cpu::adam_step, cuda::adam_step, b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs,
                b.steps, h);
       finish_bucket(b);
     }

@@ -96,7 +96,7 @@ Tensor SGD::step(LossClosure closure) {
     static const std::vector<Tensor> kNoBuffers;
     for (auto& b : buckets) {
       const std::vector<Tensor>& buffers = has_momentum ? b.states[0] : kNoBuffers;
-      dispatch(b.device, cpu::sgd_step, gpu::sgd_step, b.params, b.grads, buffers, b.fresh, h);
+      dispatch(b.device, cpu::sgd_step, cuda::sgd_step, b.params, b.grads, buffers, b.fresh, h);
       detail::finish_bucket(b);
     }
     for (auto& [impl, buffer] : made) {

@@ -1304,10 +1304,10 @@ std::vector<std::array<int64_t, N>> plan_offsets(const ElementwisePlan<N>& p, co
 
 template <int N>
 std::vector<std::array<int64_t, N>> calculator_offsets(const ElementwisePlan<N>& p, const std::array<char*, N>& base) {
-  gpu::OffsetCalculator<N> calc(p);
+  cuda::OffsetCalculator<N> calc(p);
   std::vector<std::array<int64_t, N>> out;
   for (int64_t i = 0; i < p.numel; ++i) {
-    gpu::Offsets<N> off = calc.get(static_cast<uint32_t>(i));
+    cuda::Offsets<N> off = calc.get(static_cast<uint32_t>(i));
     std::array<int64_t, N> o;
     for (int k = 0; k < N; ++k) o[k] = p.data[k] + off.at[k] - base[k];
     out.push_back(o);
@@ -1353,7 +1353,7 @@ TEST_CASE("IntDivider divides every 31-bit numerator exactly", "[elementwise][cu
   };
   for (int i = 0; i < 200; ++i) divisors.push_back(std::max<uint32_t>(1, next() >> (next() % 31)));
   for (uint32_t d : divisors) {
-    gpu::IntDivider div(d);
+    cuda::IntDivider div(d);
     std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 0x7fffffffu, 0x7ffffffeu, 0x40000000u};
     for (int i = 0; i < 200; ++i) ns.push_back(next());
     for (uint32_t n : ns) {
@@ -1383,10 +1383,10 @@ TEST_CASE("the offset calculator maps linear indices as the CPU plan walk does",
   Tensor s = empty({}), t = empty({});
   auto plan = make_plan<2>({&s, &t});
   CHECK(plan.ndim == 0);
-  CHECK(gpu::OffsetCalculator<2>(plan).get(0).at[1] == 0);
+  CHECK(cuda::OffsetCalculator<2>(plan).get(0).at[1] == 0);
   // Over only the outer dims (the tiled copy's matrices).
   auto plan3 = make_plan<2>({&out, &inputs[1].second});
-  gpu::OffsetCalculator<2> outer(plan3, 1);
+  cuda::OffsetCalculator<2> outer(plan3, 1);
   for (int64_t m = 0; m < 4; ++m) CHECK(outer.get(static_cast<uint32_t>(m)).at[0] == m * plan3.strides[0][0]);
 }
 
@@ -1445,40 +1445,40 @@ TEST_CASE("a contiguous plan over 2^31 bytes splits into aligned pieces", "[elem
   int64_t seen = 0;
   for_each_32bit_piece<1>(wide, [&](const ElementwisePlan<1>& piece) {
     CHECK(fits_32bit_indexing(piece));
-    CHECK(gpu::OffsetCalculator<1>(piece).get(static_cast<uint32_t>(piece.numel - 1)).at[0] == 16);
+    CHECK(cuda::OffsetCalculator<1>(piece).get(static_cast<uint32_t>(piece.numel - 1)).at[0] == 16);
     seen += piece.numel;
   });
   CHECK(seen == 15);
 }
 
 TEST_CASE("the vectorized path takes contiguous, aligned operands only", "[elementwise][cuda-index]") {
-  static_assert(gpu::vector_elements<float, float, float>() == 4);
-  static_assert(gpu::vector_elements<BFloat16, BFloat16>() == 8);
-  static_assert(gpu::vector_elements<bool, double, double>() == 2);
-  static_assert(gpu::vector_elements<uint8_t>() == 16);
+  static_assert(cuda::vector_elements<float, float, float>() == 4);
+  static_assert(cuda::vector_elements<BFloat16, BFloat16>() == 8);
+  static_assert(cuda::vector_elements<bool, double, double>() == 2);
+  static_assert(cuda::vector_elements<uint8_t>() == 16);
   const int sizes[3] = {4, 4, 4};
   Tensor a = empty({1027}), b = empty({1027}), base = empty({1028});
   uint32_t broadcast = 99;
   auto plan = make_plan<3>({&a, &a, &b});
-  CHECK(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   CHECK(broadcast == 0);
   Tensor scalar = empty({});
   Tensor scalar_b = scalar.expand({1027});
   plan = make_plan<3>({&a, &scalar_b, &b});
-  CHECK(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   CHECK(broadcast == 1);
   Tensor misaligned = base.narrow(0, 1, 1027);
   plan = make_plan<3>({&a, &misaligned, &b});
-  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK_FALSE(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   plan = make_plan<3>({&misaligned, &a, &b});
-  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK_FALSE(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   Tensor strided = empty({2054}).slice(0, 0, 2054, 2);
   plan = make_plan<3>({&a, &strided, &b});
-  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK_FALSE(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   Tensor m = empty({30, 40}), mt = empty({40, 30}).t();
   plan = make_plan<3>({&m, &m, &mt});
-  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK_FALSE(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
   Tensor row = empty({40}).expand({30, 40});
   plan = make_plan<3>({&m, &m, &row});
-  CHECK_FALSE(gpu::can_vectorize<3>(plan, sizes, 4, &broadcast));
+  CHECK_FALSE(cuda::can_vectorize<3>(plan, sizes, 4, &broadcast));
 }

@@ -14,7 +14,7 @@
 #include "kernels/cuda/gemm_plan.h"
 
 using namespace tandem;
-using namespace tandem::gpu;
+using namespace tandem::cuda;
 using test::make;
 
 namespace {

@@ -234,7 +234,7 @@ bool takes_vector_kernel(const std::array<const Tensor*, N>& ops, int V) {
   int sizes[N];
   for (int k = 0; k < N; ++k) sizes[k] = static_cast<int>(ops[k]->element_size());
   uint32_t broadcast = 0;
-  return gpu::can_vectorize<N>(p, sizes, V, &broadcast);
+  return cuda::can_vectorize<N>(p, sizes, V, &broadcast);
 }
 
 }  // namespace
@@ -242,9 +242,9 @@ bool takes_vector_kernel(const std::array<const Tensor*, N>& ops, int V) {
 TEST_CASE("elementwise ops at the vector kernel's vector, pass, block and tail boundaries",
           "[gpu][boundaries][elementwise]") {
   const OneCpuThread cpu_threads;
-  static_assert(gpu::kVectorBytes == 16);
+  static_assert(cuda::kVectorBytes == 16);
   for (Dtype dt : test::kAllDtypes) {
-    const int V = gpu::kVectorBytes / static_cast<int>(element_size(dt));  // a, b, out of dt; a bool is narrower
+    const int V = cuda::kVectorBytes / static_cast<int>(element_size(dt));  // a, b, out of dt; a bool is narrower
     const Scalar alpha = dt == kBool ? Scalar(true) : Scalar(2);
     for (int64_t n : vector_sizes(V)) {
       const Laid a = on_both(values({n}, dt, 1)), b = on_both(values({n}, dt, 2)), c = on_both(values({n}, kBool, 3));
@@ -254,30 +254,30 @@ TEST_CASE("elementwise ops at the vector kernel's vector, pass, block and tail b
       const Tensor probe = empty({n}, TensorOptions(dt).device(kGpu));
       CHECK(takes_vector_kernel<3>({&probe, &a.gpu, &b.gpu}, V) == (n > 1));
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha) : cpu::binary(BinaryOp::Add, out, a.cpu, b.cpu, alpha);
+        g ? cuda::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha) : cpu::binary(BinaryOp::Add, out, a.cpu, b.cpu, alpha);
       });
       compare_op({n}, kBool, [&](bool g, const Tensor& out) {
-        g ? gpu::binary(BinaryOp::Lt, out, a.gpu, b.gpu) : cpu::binary(BinaryOp::Lt, out, a.cpu, b.cpu);
+        g ? cuda::binary(BinaryOp::Lt, out, a.gpu, b.gpu) : cpu::binary(BinaryOp::Lt, out, a.cpu, b.cpu);
       });
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::where(out, c.gpu, a.gpu, b.gpu) : cpu::where(out, c.cpu, a.cpu, b.cpu);
+        g ? cuda::where(out, c.gpu, a.gpu, b.gpu) : cpu::where(out, c.cpu, a.cpu, b.cpu);
       });
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::binary(BinaryOp::Mul, out, a.gpu, s.gpu) : cpu::binary(BinaryOp::Mul, out, a.cpu, s.cpu);
+        g ? cuda::binary(BinaryOp::Mul, out, a.gpu, s.gpu) : cpu::binary(BinaryOp::Mul, out, a.cpu, s.cpu);
       });
-      compare_op({n}, dt, [&](bool g, const Tensor& out) { g ? gpu::fill(out, 3) : cpu::fill(out, 3); });
+      compare_op({n}, dt, [&](bool g, const Tensor& out) { g ? cuda::fill(out, 3) : cpu::fill(out, 3); });
     }
   }
   // Conversions: V from the wider of the two dtypes.
   for (Dtype to : test::kAllDtypes) {
     for (Dtype from : test::kAllDtypes) {
       if (to == from) continue;  // a memcpy
-      const int V = gpu::kVectorBytes / static_cast<int>(std::max(element_size(to), element_size(from)));
+      const int V = cuda::kVectorBytes / static_cast<int>(std::max(element_size(to), element_size(from)));
       for (int64_t n : vector_sizes(V)) {
         INFO(from << " -> " << to << ", n " << n);
         const Laid x = on_both(coarse({n}, from, 5, -3, 3));
         compare_op(
-            {n}, to, [&](bool g, const Tensor& out) { g ? gpu::copy(out, x.gpu) : cpu::copy(out, x.cpu); }, kExact);
+            {n}, to, [&](bool g, const Tensor& out) { g ? cuda::copy(out, x.gpu) : cpu::copy(out, x.cpu); }, kExact);
       }
     }
   }
@@ -304,7 +304,7 @@ TEST_CASE("elementwise ops at the strided kernel's pass and block boundaries, st
         const Tensor probe = empty(shape, TensorOptions(dt).device(kGpu));
         CHECK_FALSE(takes_vector_kernel<3>({&probe, &a.gpu, &b.gpu}, 16 / static_cast<int>(element_size(dt))));
         compare_op(shape, dt, [&](bool g, const Tensor& out) {
-          g ? gpu::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha)
+          g ? cuda::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha)
             : cpu::binary(BinaryOp::Add, out, a.cpu, b.cpu, alpha);
         });
         // Into a strided output (an expanded one would overlap itself).
@@ -312,14 +312,14 @@ TEST_CASE("elementwise ops at the strided kernel's pass and block boundaries, st
           compare_op(
               shape, dt,
               [&](bool g, const Tensor& out) {
-                g ? gpu::binary(BinaryOp::Sub, out, b.gpu, a.gpu, alpha)
+                g ? cuda::binary(BinaryOp::Sub, out, b.gpu, a.gpu, alpha)
                   : cpu::binary(BinaryOp::Sub, out, b.cpu, a.cpu, alpha);
               },
               std::nullopt, l);
         compare_op(
             shape, kBool,
             [&](bool g, const Tensor& out) {
-              g ? gpu::binary(BinaryOp::Ge, out, a.gpu, b.gpu) : cpu::binary(BinaryOp::Ge, out, a.cpu, b.cpu);
+              g ? cuda::binary(BinaryOp::Ge, out, a.gpu, b.gpu) : cpu::binary(BinaryOp::Ge, out, a.cpu, b.cpu);
             },
             std::nullopt, l == Layout::Expanded ? Layout::Contiguous : l);
       }
@@ -349,26 +349,26 @@ TEST_CASE("copies through the tiled transpose at its tile boundaries, every elem
       const Laid src = lay_out(x, Layout::Transposed), plain = on_both(x);
       INFO(dt << ", " << shape_str(shape));
       compare_op(
-          shape, dt, [&](bool g, const Tensor& out) { g ? gpu::copy(out, src.gpu) : cpu::copy(out, src.cpu); }, kExact);
+          shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, src.gpu) : cpu::copy(out, src.cpu); }, kExact);
       compare_op(
-          shape, dt, [&](bool g, const Tensor& out) { g ? gpu::copy(out, plain.gpu) : cpu::copy(out, plain.cpu); },
+          shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, plain.gpu) : cpu::copy(out, plain.cpu); },
           kExact, Layout::Transposed);
       Shape wide = shape;
       wide.back() += 3;
       const Laid pitched = on_both(poison(wide, dt));
       const Tensor dc = pitched.cpu.narrow(nd - 1, 1, shape.back()), dg = pitched.gpu.narrow(nd - 1, 1, shape.back());
       cpu::copy(dc, src.cpu);
-      gpu::copy(dg, src.gpu);
+      cuda::copy(dg, src.gpu);
       check_result(pitched.gpu, pitched.cpu, kExact);
       // A stepped transposed source: strided, through the strided kernel.
       const Laid stepped = lay_out(x.transpose(nd - 2, nd - 1), Layout::Stepped);
       const Tensor sc = stepped.cpu.transpose(nd - 2, nd - 1), sg = stepped.gpu.transpose(nd - 2, nd - 1);
       compare_op(
-          shape, dt, [&](bool g, const Tensor& out) { g ? gpu::copy(out, sg) : cpu::copy(out, sc); }, kExact);
+          shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, sg) : cpu::copy(out, sc); }, kExact);
       // A conversion of the transposed source (the conversion kernels).
       const Dtype other = dt == kFloat32 ? kBFloat16 : kFloat32;
       compare_op(
-          shape, other, [&](bool g, const Tensor& out) { g ? gpu::copy(out, src.gpu) : cpu::copy(out, src.cpu); },
+          shape, other, [&](bool g, const Tensor& out) { g ? cuda::copy(out, src.gpu) : cpu::copy(out, src.cpu); },
           kExact);
     }
   }
@@ -391,7 +391,7 @@ int vec_width(Dtype dt) {
 // outputs, for which the plan depends on this only through "far more than
 // one block".
 int64_t reduce_resident() {
-  return int64_t{cuda::get_device_properties(0).multi_processor_count} * 4 * gpu::kReduceThreads;
+  return int64_t{cuda::get_device_properties(0).multi_processor_count} * 4 * cuda::kReduceThreads;
 }
 
 Shape keep_shape(const Tensor& in, IntArrayRef dims) {
@@ -401,17 +401,17 @@ Shape keep_shape(const Tensor& in, IntArrayRef dims) {
 }
 
 struct ReducePlan {
-  gpu::ReduceLayout layout;
-  gpu::ReduceLaunch launch;
+  cuda::ReduceLayout layout;
+  cuda::ReduceLaunch launch;
 };
 
 // The launch reduce.cu picks for the view in_gpu over dims.
 ReducePlan reduce_plan(const Tensor& in_gpu, IntArrayRef dims) {
   const Tensor out = empty(keep_shape(in_gpu, dims), in_gpu.dtype());
   ReducePlan p;
-  p.layout = gpu::make_reduce_layout(out, in_gpu);
+  p.layout = cuda::make_reduce_layout(out, in_gpu);
   const bool aligned = reinterpret_cast<uintptr_t>(in_gpu.data_ptr()) % 16 == 0;
-  p.launch = gpu::plan_reduce_launch(p.layout, vec_width(in_gpu.dtype()), aligned, reduce_resident());
+  p.launch = cuda::plan_reduce_launch(p.layout, vec_width(in_gpu.dtype()), aligned, reduce_resident());
   return p;
 }
 
@@ -421,7 +421,7 @@ void compare_reduce(ReduceOp op, const Laid& in, IntArrayRef dims, std::optional
   const Shape keep = keep_shape(in.cpu, dims);
   const Tensor expected = poison(keep, in.cpu.dtype()), got = poison(keep, in.cpu.dtype()).to(kGpu);
   cpu::reduce(op, expected, in.cpu, params);
-  gpu::reduce(op, got, in.gpu, params);
+  cuda::reduce(op, got, in.gpu, params);
   check_result(got, expected, tol);
 }
 
@@ -431,7 +431,7 @@ void compare_arg(bool is_max, const Laid& in, int64_t dim) {
   const Tensor values_cpu = poison(keep, in.cpu.dtype()), indices_cpu = poison(keep, kInt64);
   const Tensor values_gpu = values_cpu.to(kGpu), indices_gpu = indices_cpu.to(kGpu);
   cpu::arg_reduce(is_max, values_cpu, indices_cpu, in.cpu);
-  gpu::arg_reduce(is_max, values_gpu, indices_gpu, in.gpu);
+  cuda::arg_reduce(is_max, values_gpu, indices_gpu, in.gpu);
   check_bits(indices_gpu, indices_cpu);
   check_bits(values_gpu, values_cpu);
 }
@@ -482,7 +482,7 @@ TEST_CASE("row reductions at the lane-group, block-widening and split boundaries
       {480, 1, 32, 2, "481 vectors: 16 per lane, two splits"},
       {512, -1, 64, 1, "512 vectors, the last partial: two warps, no split"},
       {512, 1, 64, 1, "513 vectors: two warps"},
-      {4096, 0, gpu::kReduceThreads, 1, "4096 vectors: a whole block"},
+      {4096, 0, cuda::kReduceThreads, 1, "4096 vectors: a whole block"},
   };
   for (Dtype dt : test::kAllDtypes) {
     const int vec = vec_width(dt);
@@ -559,7 +559,7 @@ TEST_CASE("column reductions at the vector-output, warp, split and shared-memory
       INFO(dt << ", (" << R << ", " << N << ") over dim 0");
       const Tensor x = coarse({R, N}, dt, 40, -4, 4, 2);
       const ReducePlan p = reduce_plan(on_both(x).gpu, {0});
-      CHECK(p.launch.block_x * p.launch.block_y == gpu::kReduceThreads);
+      CHECK(p.launch.block_x * p.launch.block_y == cuda::kReduceThreads);
       CHECK(p.launch.vec_outputs == vec_width(dt));
       for (int64_t correction : {0, 1}) {
         ReduceParams params;
@@ -576,19 +576,19 @@ TEST_CASE("column reductions at the vector-output, warp, split and shared-memory
 namespace {
 
 // Register slots per lane (softmax.cu: kSoftmaxSlotBytes of opmath values).
-int softmax_slots(Dtype dt) { return gpu::kSoftmaxSlotBytes / (dt == kFloat64 ? 8 : 4); }
+int softmax_slots(Dtype dt) { return cuda::kSoftmaxSlotBytes / (dt == kFloat64 ? 8 : 4); }
 
-gpu::SoftmaxLaunch softmax_plan(const Tensor& x_gpu, int64_t dim, int per_thread) {
+cuda::SoftmaxLaunch softmax_plan(const Tensor& x_gpu, int64_t dim, int per_thread) {
   const DimSplit s = split_at_dim(x_gpu.sizes(), dim);
   const bool aligned = reinterpret_cast<uintptr_t>(x_gpu.data_ptr()) % 16 == 0;
-  return gpu::plan_softmax(s.outer, s.size, s.inner, vec_width(x_gpu.dtype()), per_thread, aligned);
+  return cuda::plan_softmax(s.outer, s.size, s.inner, vec_width(x_gpu.dtype()), per_thread, aligned);
 }
 
 void compare_softmax(const Laid& x, int64_t dim, bool log) {
   INFO((log ? "log_softmax" : "softmax") << " over dim " << dim << " of " << describe(x.gpu));
   const Tensor expected = poison(x.cpu.sizes(), x.cpu.dtype()), got = poison(x.cpu.sizes(), x.cpu.dtype()).to(kGpu);
   cpu::softmax(expected, x.cpu, dim, log);
-  gpu::softmax(got, x.gpu, dim, log);
+  cuda::softmax(got, x.gpu, dim, log);
   check_result(got, expected);
 }
 
@@ -600,7 +600,7 @@ void compare_softmax_backward(const Tensor& x, Layout l, int64_t dim, bool log, 
   INFO((log ? "log_softmax" : "softmax") << " backward over dim " << dim << " of " << describe(grad.gpu));
   const Tensor expected = poison(x.sizes(), x.dtype()), got = poison(x.sizes(), x.dtype()).to(kGpu);
   cpu::softmax_backward(expected, grad.cpu, out.cpu, dim, log);
-  gpu::softmax_backward(got, grad.gpu, out.gpu, dim, log);
+  cuda::softmax_backward(got, grad.gpu, out.gpu, dim, log);
   check_result(got, expected);
 }
 
@@ -615,7 +615,7 @@ TEST_CASE("softmax over rows at the register-group and register/online boundarie
   for (Dtype dt : kFloats) {
     const int64_t V = vec_width(dt);
     for (bool backward : {false, true}) {
-      const int64_t P = softmax_slots(dt) / (backward ? 2 : 1), full = P * gpu::kSoftmaxThreads;
+      const int64_t P = softmax_slots(dt) / (backward ? 2 : 1), full = P * cuda::kSoftmaxThreads;
       const std::vector<int64_t> sizes = {
           P,        P + 1,        // one lane a row, two
           32 * P,   32 * P + 1,   // a warp a row (shuffles only), two warps (shared memory)
@@ -628,10 +628,10 @@ TEST_CASE("softmax over rows at the register-group and register/online boundarie
         const int64_t rows = n > 32 * P + 1 ? 2 : 3;
         const Tensor x = coarse({rows, n}, dt, seed++, -8, 8, 16);
         INFO(dt << (backward ? " backward" : "") << ", rows of " << n);
-        const gpu::SoftmaxLaunch L = softmax_plan(on_both(x).gpu, 1, static_cast<int>(P));
-        CHECK(L.kind == (n <= full ? gpu::SoftmaxLaunch::Registers : gpu::SoftmaxLaunch::Online));
+        const cuda::SoftmaxLaunch L = softmax_plan(on_both(x).gpu, 1, static_cast<int>(P));
+        CHECK(L.kind == (n <= full ? cuda::SoftmaxLaunch::Registers : cuda::SoftmaxLaunch::Online));
         CHECK(L.vectorized == (n % V == 0));
-        if (n <= full) CHECK(L.block_x == gpu::plan::pow2_at_least(gpu::plan::div_up(n, P)));
+        if (n <= full) CHECK(L.block_x == cuda::plan::pow2_at_least(cuda::plan::div_up(n, P)));
         for (bool log : {false, true}) {
           if (backward) {
             compare_softmax_backward(x, Layout::Contiguous, 1, log, seed);
@@ -673,11 +673,11 @@ TEST_CASE("softmax over outer dims at the column kernel's block boundaries", "[g
       const Tensor x = coarse(c.shape, dt, seed++, -8, 8, 16);
       for (bool backward : {false, true}) {
         const int P = softmax_slots(dt) / (backward ? 2 : 1);
-        const gpu::SoftmaxLaunch L = softmax_plan(on_both(x).gpu, 1, P);
+        const cuda::SoftmaxLaunch L = softmax_plan(on_both(x).gpu, 1, P);
         if (c.block_x == 0) {
-          CHECK(L.kind == gpu::SoftmaxLaunch::Registers);
+          CHECK(L.kind == cuda::SoftmaxLaunch::Registers);
         } else {
-          CHECK(L.kind == gpu::SoftmaxLaunch::Columns);
+          CHECK(L.kind == cuda::SoftmaxLaunch::Columns);
           CHECK(L.block_x == c.block_x);
           CHECK(L.block_y == c.block_y);
         }
@@ -732,11 +732,11 @@ TEST_CASE("gather and index_select at the grid-stride block and grid boundaries"
       const Laid self = on_both(values({1000}, dt, 1));
       const Laid idx = on_both(indices({n}, 1000, 2));
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::gather(out, self.gpu, 0, idx.gpu) : cpu::gather(out, self.cpu, 0, idx.cpu);
+        g ? cuda::gather(out, self.gpu, 0, idx.gpu) : cpu::gather(out, self.cpu, 0, idx.cpu);
       });
       const Laid idx32 = on_both(indices({n}, 1000, 3, kInt32));
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::index_select(out, self.gpu, 0, idx32.gpu) : cpu::index_select(out, self.cpu, 0, idx32.cpu);
+        g ? cuda::index_select(out, self.gpu, 0, idx32.gpu) : cpu::index_select(out, self.cpu, 0, idx32.cpu);
       });
     }
   }
@@ -754,7 +754,7 @@ TEST_CASE("gather and index_select at the grid-stride block and grid boundaries"
             const Laid self = lay_out(values(sshape, dt, 4), ls), idx = lay_out(indices(ishape, 9, 5), li);
             INFO(dt << ", dim " << dim << ", self " << describe(self.gpu) << ", index " << describe(idx.gpu));
             compare_op(ishape, dt, [&](bool g, const Tensor& out) {
-              g ? gpu::gather(out, self.gpu, dim, idx.gpu) : cpu::gather(out, self.cpu, dim, idx.cpu);
+              g ? cuda::gather(out, self.gpu, dim, idx.gpu) : cpu::gather(out, self.cpu, dim, idx.cpu);
             });
           }
           const Laid self = lay_out(values({9, 13}, dt, 6), ls);
@@ -763,7 +763,7 @@ TEST_CASE("gather and index_select at the grid-stride block and grid boundaries"
           oshape[static_cast<size_t>(dim)] = ishape[1];
           INFO(dt << ", index_select dim " << dim << ", self " << describe(self.gpu));
           compare_op(oshape, dt, [&](bool g, const Tensor& out) {
-            g ? gpu::index_select(out, self.gpu, dim, idx.gpu) : cpu::index_select(out, self.cpu, dim, idx.cpu);
+            g ? cuda::index_select(out, self.gpu, dim, idx.gpu) : cpu::index_select(out, self.cpu, dim, idx.cpu);
           });
         }
       }
@@ -780,7 +780,7 @@ TEST_CASE("gather and index_select at the grid-stride block and grid boundaries"
     const Laid idx = on_both(indices(sixteen, 2, 9));
     INFO(dt << ", 16 dims");
     compare_op(sixteen, dt, [&](bool g, const Tensor& out) {
-      g ? gpu::gather(out, sg, 3, idx.gpu) : cpu::gather(out, sc, 3, idx.cpu);
+      g ? cuda::gather(out, sg, 3, idx.gpu) : cpu::gather(out, sc, 3, idx.cpu);
     });
   }
 }
@@ -797,7 +797,7 @@ TEST_CASE("scatter_add at the grid-stride boundaries, every dtype's atomics", "[
       const Laid self = on_both(coarse({4096}, dt, 10, -1, 1, 2));
       const Laid idx = on_both(indices({n}, 4096, 11)), src = on_both(coarse({n}, dt, 12, -1, 1, 2));
       cpu::scatter_add(self.cpu, 0, idx.cpu, src.cpu);
-      gpu::scatter_add(self.gpu, 0, idx.gpu, src.gpu);
+      cuda::scatter_add(self.gpu, 0, idx.gpu, src.gpu);
       check_bits(self.gpu_base, self.cpu_base);
     }
   }
@@ -814,7 +814,7 @@ TEST_CASE("scatter_add at the grid-stride boundaries, every dtype's atomics", "[
           INFO(dt << ", dim " << dim << ", self " << describe(self.gpu) << ", index " << describe(idx.gpu) << ", src "
                   << describe(src.gpu));
           cpu::scatter_add(self.cpu, dim, idx.cpu, src.cpu);
-          gpu::scatter_add(self.gpu, dim, idx.gpu, src.gpu);
+          cuda::scatter_add(self.gpu, dim, idx.gpu, src.gpu);
           check_bits(self.gpu_base, self.cpu_base);
         }
       }
@@ -826,7 +826,7 @@ TEST_CASE("cat at the kCatBatch and kCatDims boundaries", "[gpu][boundaries][cat
   const OneCpuThread cpu_threads;
   // kCatBatch (32) inputs a launch: 31, 32, 33, 64 and 65 inputs take 1, 1,
   // 2, 2 and 3 launches.
-  static_assert(gpu::kCatBatch == 32 && gpu::kCatDims == 4);
+  static_assert(cuda::kCatBatch == 32 && cuda::kCatDims == 4);
   const Layout layouts[] = {Layout::Contiguous, Layout::Transposed, Layout::Stepped, Layout::Expanded, Layout::Offset};
   for (Dtype dt : test::kAllDtypes) {
     for (int count : {31, 32, 33, 64, 65}) {
@@ -843,8 +843,8 @@ TEST_CASE("cat at the kCatBatch and kCatDims boundaries", "[gpu][boundaries][cat
         INFO(dt << ", " << count << " inputs along dim " << dim);
         const Tensor expected = cat(cpu_in, dim);
         const Tensor out = poison(expected.sizes(), dt).to(kGpu);
-        CHECK(gpu::plan_cat(out, gpu_in, dim).size() == static_cast<size_t>((count + 31) / 32));
-        gpu::cat(out, gpu_in, dim);
+        CHECK(cuda::plan_cat(out, gpu_in, dim).size() == static_cast<size_t>((count + 31) / 32));
+        cuda::cat(out, gpu_in, dim);
         check_bits(out, expected);
       }
     }
@@ -863,10 +863,10 @@ TEST_CASE("cat at the kCatBatch and kCatDims boundaries", "[gpu][boundaries][cat
         INFO(dt << ", " << nd << " non-mergeable dims, along dim " << dim);
         const Tensor expected = cat({other.cpu, wide_c, other.cpu}, dim);
         const Tensor out = poison(expected.sizes(), dt).to(kGpu);
-        const auto plan = gpu::plan_cat(out, {other.gpu, wide_g, other.gpu}, dim);
+        const auto plan = cuda::plan_cat(out, {other.gpu, wide_g, other.gpu}, dim);
         REQUIRE(plan.size() == 1);
-        CHECK(plan[0].batch.count == (nd <= gpu::kCatDims ? 3 : 2 + wide_c.size(0)));
-        gpu::cat(out, {other.gpu, wide_g, other.gpu}, dim);
+        CHECK(plan[0].batch.count == (nd <= cuda::kCatDims ? 3 : 2 + wide_c.size(0)));
+        cuda::cat(out, {other.gpu, wide_g, other.gpu}, dim);
         check_bits(out, expected);
       }
     }
@@ -879,7 +879,7 @@ TEST_CASE("cat at the kCatBatch and kCatDims boundaries", "[gpu][boundaries][cat
     INFO(dt << ", " << n << " and 300 elements");
     const Tensor expected = cat({small.cpu, big.cpu}, 0);
     const Tensor out = poison({n + 300}, dt).to(kGpu);
-    gpu::cat(out, {small.gpu, big.gpu}, 0);
+    cuda::cat(out, {small.gpu, big.gpu}, 0);
     check_bits(out, expected);
   }
 }
@@ -953,7 +953,7 @@ void compare_sgd(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, bool
   std::vector<uint8_t> fresh(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) fresh[i] = momentum && i % 2 == 0;
   cpu::sgd_step(p.cpu, g.cpu, b.cpu, fresh, h);
-  gpu::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h);
+  cuda::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h);
   p.check("sgd param");
   b.check("sgd momentum buffer");
 }
@@ -970,7 +970,7 @@ void compare_adam(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, boo
   std::vector<double> steps(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) steps[i] = static_cast<double>(1 + i % 3);
   cpu::adam_step(p.cpu, g.cpu, m.cpu, v.cpu, vmax.cpu, steps, h);
-  gpu::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, vmax.gpu, steps, h);
+  cuda::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, vmax.gpu, steps, h);
   p.check("adam param");
   m.check("adam exp_avg");
   v.check("adam exp_avg_sq");
@@ -984,12 +984,12 @@ void compare_foreach(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, 
     INFO("foreach_norm p " << p);
     const Tensor expected = poison({n}, dt), got = poison({n}, dt).to(kGpu);
     cpu::foreach_norm(x.cpu, p, expected);
-    gpu::foreach_norm(x.gpu, p, got);
+    cuda::foreach_norm(x.gpu, p, got);
     check_result(got, expected);
   }
   const Tensor scale = full({1}, -0.75, dt);
   cpu::foreach_mul_(x.cpu, scale);
-  gpu::foreach_mul_(x.gpu, scale.to(kGpu));
+  cuda::foreach_mul_(x.gpu, scale.to(kGpu));
   x.check("foreach_mul_ tensor");
 }
 
@@ -1047,7 +1047,7 @@ TEST_CASE("optimizer steps and foreach ops at the tensor-list capacity of a laun
              const List x = list_of(s, dt, 950, -2, 2, true);
              const Tensor scale = full({1}, 1.5, dt);
              cpu::foreach_mul_(x.cpu, scale);
-             gpu::foreach_mul_(x.gpu, scale.to(kGpu));
+             cuda::foreach_mul_(x.gpu, scale.to(kGpu));
              x.check("foreach_mul_ tensor");
            }},
       };
@@ -1097,7 +1097,7 @@ void compare_batch_norm(const Tensor& x, bool training, uint64_t seed) {
   const Tensor out_c = poison(x.sizes(), dt), mean_c = poison({C}, M), invstd_c = poison({C}, M);
   const Tensor out_g = out_c.to(kGpu), mean_g = mean_c.to(kGpu), invstd_g = invstd_c.to(kGpu);
   cpu::batch_norm(out_c, mean_c, invstd_c, xl.cpu, w.cpu, b.cpu, rm.cpu, rv.cpu, training, 0.125, 1e-5);
-  gpu::batch_norm(out_g, mean_g, invstd_g, xl.gpu, w.gpu, b.gpu, rm.gpu, rv.gpu, training, 0.125, 1e-5);
+  cuda::batch_norm(out_g, mean_g, invstd_g, xl.gpu, w.gpu, b.gpu, rm.gpu, rv.gpu, training, 0.125, 1e-5);
   {
     INFO("out, mean, invstd, running mean, running var");
     check_result(out_g, out_c);
@@ -1112,7 +1112,7 @@ void compare_batch_norm(const Tensor& x, bool training, uint64_t seed) {
   const Tensor gi_c = poison(x.sizes(), dt), gw_c = poison({C}, M), gb_c = poison({C}, M);
   const Tensor gi_g = gi_c.to(kGpu), gw_g = gw_c.to(kGpu), gb_g = gb_c.to(kGpu);
   cpu::batch_norm_backward(gi_c, gw_c, gb_c, g.cpu, xl.cpu, w.cpu, mean.cpu, invstd.cpu, training);
-  gpu::batch_norm_backward(gi_g, gw_g, gb_g, g.gpu, xl.gpu, w.gpu, mean.gpu, invstd.gpu, training);
+  cuda::batch_norm_backward(gi_g, gw_g, gb_g, g.gpu, xl.gpu, w.gpu, mean.gpu, invstd.gpu, training);
   INFO("grad_input, grad_weight, grad_bias");
   check_result(gi_g, gi_c);
   check_result(gw_g, gw_c);
@@ -1129,7 +1129,7 @@ void compare_layer_norm(const Tensor& x, bool affine, uint64_t seed) {
   const Tensor out_c = poison(x.sizes(), dt), mean_c = poison({rows}, M), invstd_c = poison({rows}, M);
   const Tensor out_g = out_c.to(kGpu), mean_g = mean_c.to(kGpu), invstd_g = invstd_c.to(kGpu);
   cpu::layer_norm(out_c, mean_c, invstd_c, xl.cpu, w.cpu, b.cpu, 1e-5);
-  gpu::layer_norm(out_g, mean_g, invstd_g, xl.gpu, w.gpu, b.gpu, 1e-5);
+  cuda::layer_norm(out_g, mean_g, invstd_g, xl.gpu, w.gpu, b.gpu, 1e-5);
   check_result(out_g, out_c);
   check_result(mean_g, mean_c);
   check_result(invstd_g, invstd_c);
@@ -1139,7 +1139,7 @@ void compare_layer_norm(const Tensor& x, bool affine, uint64_t seed) {
   const Tensor gi_c = poison(x.sizes(), dt), gw_c = poison({D}, M), gb_c = poison({D}, M);
   const Tensor gi_g = gi_c.to(kGpu), gw_g = gw_c.to(kGpu), gb_g = gb_c.to(kGpu);
   cpu::layer_norm_backward(gi_c, gw_c, gb_c, g.cpu, xl.cpu, w.cpu, mean.cpu, invstd.cpu);
-  gpu::layer_norm_backward(gi_g, gw_g, gb_g, g.gpu, xl.gpu, w.gpu, mean.gpu, invstd.gpu);
+  cuda::layer_norm_backward(gi_g, gw_g, gb_g, g.gpu, xl.gpu, w.gpu, mean.gpu, invstd.gpu);
   INFO("grad_input, grad_weight, grad_bias");
   check_result(gi_g, gi_c);
   check_result(gw_g, gw_c);
@@ -1170,7 +1170,7 @@ TEST_CASE("batch norm at the plane/band, band-width and split boundaries", "[gpu
       {{129, 3, 32}, true, 3, 2, "N * L = 4128: two blocks a plane"},
   };
   for (const BnCase& c : cases) {
-    const gpu::ChannelSumsPlan plan = gpu::channel_sums_plan(nchw_of(c.shape), sms);
+    const cuda::ChannelSumsPlan plan = cuda::channel_sums_plan(nchw_of(c.shape), sms);
     INFO(shape_str(c.shape) << ": " << c.what);
     CHECK(plan.planes == c.planes);
     CHECK(plan.grid_x == c.grid_x);
@@ -1208,8 +1208,8 @@ TEST_CASE("layer norm at the row-group widths and the parameter-gradient split",
   // The weight and bias gradients: bands of 32 columns whose rows split
   // once a thread would sum more than kNormPerThread of them.
   const int64_t sms = cuda::get_device_properties(0).multi_processor_count;
-  CHECK(gpu::layer_norm_param_splits(128, 33, sms) == 1);
-  CHECK(gpu::layer_norm_param_splits(129, 33, sms) == 2);
+  CHECK(cuda::layer_norm_param_splits(128, 33, sms) == 1);
+  CHECK(cuda::layer_norm_param_splits(129, 33, sms) == 2);
   for (Dtype dt : kFloats) {
     for (int64_t rows : {128, 129}) compare_layer_norm(values({rows, 33}, dt, 52), true, 53);
     for (Layout l : kStridedLayouts) {
@@ -1242,23 +1242,23 @@ void compare_pools(const Tensor& x, const Pool2dParams& p, const Shape& adaptive
     const Tensor out_c = poison(out_shape, dt), ind_c = poison(out_shape, kInt64);
     const Tensor out_g = out_c.to(kGpu), ind_g = ind_c.to(kGpu);
     cpu::max_pool2d(out_c, ind_c, in.cpu, p);
-    gpu::max_pool2d(out_g, ind_g, in.gpu, p);
+    cuda::max_pool2d(out_g, ind_g, in.gpu, p);
     check_bits(out_g, out_c);
     check_bits(ind_g, ind_c);
     const Tensor gx_c = poison(x.sizes(), dt), gx_g = gx_c.to(kGpu);
     cpu::max_pool2d_backward(gx_c, gy.cpu, ind_c, p);
-    gpu::max_pool2d_backward(gx_g, gy.gpu, ind_g, p);
+    cuda::max_pool2d_backward(gx_g, gy.gpu, ind_g, p);
     check_result(gx_g, gx_c);
   }
   if (p.dilation_h == 1 && p.dilation_w == 1) {
     INFO("avg_pool2d");
     const Tensor out_c = poison(out_shape, dt), out_g = out_c.to(kGpu);
     cpu::avg_pool2d(out_c, in.cpu, p);
-    gpu::avg_pool2d(out_g, in.gpu, p);
+    cuda::avg_pool2d(out_g, in.gpu, p);
     check_result(out_g, out_c);
     const Tensor gx_c = poison(x.sizes(), dt), gx_g = gx_c.to(kGpu);
     cpu::avg_pool2d_backward(gx_c, gy.cpu, p);
-    gpu::avg_pool2d_backward(gx_g, gy.gpu, p);
+    cuda::avg_pool2d_backward(gx_g, gy.gpu, p);
     check_result(gx_g, gx_c);
   }
   if (!adaptive_out.empty()) {
@@ -1266,12 +1266,12 @@ void compare_pools(const Tensor& x, const Pool2dParams& p, const Shape& adaptive
     const Shape a_shape{x.size(0), x.size(1), adaptive_out[0], adaptive_out[1]};
     const Tensor out_c = poison(a_shape, dt), out_g = out_c.to(kGpu);
     cpu::adaptive_avg_pool2d(out_c, in.cpu);
-    gpu::adaptive_avg_pool2d(out_g, in.gpu);
+    cuda::adaptive_avg_pool2d(out_g, in.gpu);
     check_result(out_g, out_c);
     const Laid ag = on_both(coarse(a_shape, dt, 61, -2, 2, 16));
     const Tensor gx_c = poison(x.sizes(), dt), gx_g = gx_c.to(kGpu);
     cpu::adaptive_avg_pool2d_backward(gx_c, ag.cpu);
-    gpu::adaptive_avg_pool2d_backward(gx_g, ag.gpu);
+    cuda::adaptive_avg_pool2d_backward(gx_g, ag.gpu);
     check_result(gx_g, gx_c);
   }
 }
@@ -1367,15 +1367,15 @@ void compare_conv(const Shape& xs, const Shape& ws, const Conv2dParams& p, Dtype
   const Laid b = on_both(coarse({ws[0]}, dt, 72, -1, 1)), gy = on_both(coarse(ys, dt, 73, -1, 1));
   const Tensor y_c = poison(ys, dt), y_g = y_c.to(kGpu);
   cpu::conv2d(y_c, x.cpu, w.cpu, b.cpu, p);
-  gpu::conv2d(y_g, x.gpu, w.gpu, b.gpu, p);
+  cuda::conv2d(y_g, x.gpu, w.gpu, b.gpu, p);
   check_result(y_g, y_c);
   const Tensor gx_c = poison(xs, dt), gx_g = gx_c.to(kGpu);
   cpu::conv2d_backward_input(gx_c, gy.cpu, w.cpu, p);
-  gpu::conv2d_backward_input(gx_g, gy.gpu, w.gpu, p);
+  cuda::conv2d_backward_input(gx_g, gy.gpu, w.gpu, p);
   check_result(gx_g, gx_c);
   const Tensor gw_c = poison(ws, dt), gw_g = gw_c.to(kGpu);
   cpu::conv2d_backward_weight(gw_c, gy.cpu, x.cpu, p);
-  gpu::conv2d_backward_weight(gw_g, gy.gpu, x.gpu, p);
+  cuda::conv2d_backward_weight(gw_g, gy.gpu, x.gpu, p);
   check_result(gw_g, gw_c);
 }
 
@@ -1437,7 +1437,7 @@ TEST_CASE("embedding and its backward at the grid-stride boundaries", "[gpu][bou
         const Laid w = on_both(values({num, D}, dt, 81));
         INFO(dt << ", " << it << " indices, K " << K << ", D " << D);
         compare_op({K, D}, dt, [&](bool g, const Tensor& out) {
-          g ? gpu::embedding(out, w.gpu, idx.gpu) : cpu::embedding(out, w.cpu, idx.cpu);
+          g ? cuda::embedding(out, w.gpu, idx.gpu) : cpu::embedding(out, w.cpu, idx.cpu);
         });
       }
       // The backward adds rows with atomics: coarse grads, whose sums every
@@ -1455,7 +1455,7 @@ TEST_CASE("embedding and its backward at the grid-stride boundaries", "[gpu][bou
             compare_op(
                 {num, D}, dt,
                 [&](bool g, const Tensor& gw) {
-                  g ? gpu::embedding_backward(gw, gy.gpu, idx.gpu, padding, scale)
+                  g ? cuda::embedding_backward(gw, gy.gpu, idx.gpu, padding, scale)
                     : cpu::embedding_backward(gw, gy.cpu, idx.cpu, padding, scale);
                 },
                 scale ? std::nullopt : std::optional<Tolerance>(kExact));
@@ -1523,7 +1523,7 @@ TEST_CASE("random fills at the Philox counter and grid-stride boundaries", "[gpu
       if (n == 0) continue;
       INFO("uniform " << dt << ", n " << n);
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::uniform(out, st, -2.5, 3.0) : cpu::uniform(out, st, -2.5, 3.0);
+        g ? cuda::uniform(out, st, -2.5, 3.0) : cpu::uniform(out, st, -2.5, 3.0);
       });
       // The factory reserves ceil(n / per) counters on either device.
       Generator gc(99), gg(99);
@@ -1537,7 +1537,7 @@ TEST_CASE("random fills at the Philox counter and grid-stride boundaries", "[gpu
     for (int64_t n : sizes_for(2, dt == kInt64)) {
       INFO("randint " << dt << " [" << lo << ", " << hi << "), n " << n);
       compare_op({n}, dt,
-                 [&](bool g, const Tensor& out) { g ? gpu::randint(out, st, lo, hi) : cpu::randint(out, st, lo, hi); });
+                 [&](bool g, const Tensor& out) { g ? cuda::randint(out, st, lo, hi) : cpu::randint(out, st, lo, hi); });
     }
   }
   // normal: CUDA's double log and cos are within an ulp or two of glibc's,
@@ -1550,8 +1550,8 @@ TEST_CASE("random fills at the Philox counter and grid-stride boundaries", "[gpu
       INFO("normal " << dt << ", n " << n);
       const Tensor ref = poison({n}, dt), a = poison({n}, dt).to(kGpu), b = poison({n}, dt).to(kGpu);
       cpu::normal(ref, st, 0.5, 3.0);
-      gpu::normal(a, st, 0.5, 3.0);
-      gpu::normal(b, st, 0.5, 3.0);
+      cuda::normal(a, st, 0.5, 3.0);
+      cuda::normal(b, st, 0.5, 3.0);
       check_bits(a, b.cpu());
       CHECK(max_ulp_distance(a, ref) <= (dt == kFloat64 ? 8 : 1));
     }
@@ -1584,15 +1584,15 @@ TEST_CASE("arange, linspace and eye at the grid-stride boundaries", "[gpu][bound
       const Scalar start = dt == kUInt8 ? Scalar(0) : Scalar(-7);
       const Scalar step = is_floating_point(dt) ? Scalar(0.015625) : dt == kUInt8 ? Scalar(1) : Scalar(3);
       compare_op({n}, dt,
-                 [&](bool g, const Tensor& out) { g ? gpu::arange(out, start, step) : cpu::arange(out, start, step); });
+                 [&](bool g, const Tensor& out) { g ? cuda::arange(out, start, step) : cpu::arange(out, start, step); });
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::linspace(out, Scalar(2), Scalar(200)) : cpu::linspace(out, Scalar(2), Scalar(200));
+        g ? cuda::linspace(out, Scalar(2), Scalar(200)) : cpu::linspace(out, Scalar(2), Scalar(200));
       });
     }
     // linspace of one step is a copy of start, of two its two ends.
     for (int64_t n : {1, 2}) {
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? gpu::linspace(out, Scalar(5), Scalar(9)) : cpu::linspace(out, Scalar(5), Scalar(9));
+        g ? cuda::linspace(out, Scalar(5), Scalar(9)) : cpu::linspace(out, Scalar(5), Scalar(9));
       });
     }
   }
@@ -1600,7 +1600,7 @@ TEST_CASE("arange, linspace and eye at the grid-stride boundaries", "[gpu][bound
   for (Dtype dt : test::kAllDtypes) {
     for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{255, 300}, {256, 256}, {300, 257}, {257, 1}}) {
       INFO("eye " << dt << " " << n << "x" << m);
-      compare_op({n, m}, dt, [&](bool g, const Tensor& out) { g ? gpu::eye(out) : cpu::eye(out); });
+      compare_op({n, m}, dt, [&](bool g, const Tensor& out) { g ? cuda::eye(out) : cpu::eye(out); });
     }
   }
 }

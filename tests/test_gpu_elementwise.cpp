@@ -237,7 +237,7 @@ TEST_CASE("unary ops on the GPU match the CPU", "[gpu][elementwise]") {
         auto ins = inputs(c, {dt}, {u.domain});
         compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::unary(u.op, out, ins[0].gpu, u.params);
+            cuda::unary(u.op, out, ins[0].gpu, u.params);
           else
             cpu::unary(u.op, out, ins[0].cpu, u.params);
         });
@@ -277,7 +277,7 @@ TEST_CASE("binary ops on the GPU match the CPU", "[gpu][elementwise]") {
         auto ins = inputs(c, {dt, dt}, is_floating_point(dt) ? b.float_domains : b.int_domains);
         compare(c.out, out_dt, c.out_layout, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::binary(b.op, out, ins[0].gpu, ins[1].gpu, alpha);
+            cuda::binary(b.op, out, ins[0].gpu, ins[1].gpu, alpha);
           else
             cpu::binary(b.op, out, ins[0].cpu, ins[1].cpu, alpha);
         });
@@ -298,7 +298,7 @@ TEST_CASE("activation backward ops on the GPU match the CPU", "[gpu][elementwise
         auto ins = inputs(c, {dt, dt}, domains);
         compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::binary(op, out, ins[0].gpu, ins[1].gpu, 1, params);
+            cuda::binary(op, out, ins[0].gpu, ins[1].gpu, 1, params);
           else
             cpu::binary(op, out, ins[0].cpu, ins[1].cpu, 1, params);
         });
@@ -325,14 +325,14 @@ TEST_CASE("where and masked_fill on the GPU match the CPU", "[gpu][elementwise]"
       auto ins = inputs(c, {kBool, dt, dt}, {{}});
       compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
         if (g)
-          gpu::where(out, ins[0].gpu, ins[1].gpu, ins[2].gpu);
+          cuda::where(out, ins[0].gpu, ins[1].gpu, ins[2].gpu);
         else
           cpu::where(out, ins[0].cpu, ins[1].cpu, ins[2].cpu);
       });
       auto mf = inputs(c, {dt, kBool}, {{}});
       compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
         if (g)
-          gpu::masked_fill(out, mf[0].gpu, mf[1].gpu, value);
+          cuda::masked_fill(out, mf[0].gpu, mf[1].gpu, value);
         else
           cpu::masked_fill(out, mf[0].cpu, mf[1].cpu, value);
       });
@@ -352,7 +352,7 @@ TEST_CASE("fill on the GPU matches the CPU", "[gpu][elementwise]") {
         INFO(dt << ", value " << v << ", " << c.name);
         compare(c.out, dt, c.out_layout, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::fill(out, v);
+            cuda::fill(out, v);
           else
             cpu::fill(out, v);
         });
@@ -362,7 +362,7 @@ TEST_CASE("fill on the GPU matches the CPU", "[gpu][elementwise]") {
         INFO(dt << ", value " << v);
         compare({37, 64}, dt, l, [&](bool g, const Tensor& out) {
           if (g)
-            gpu::fill(out, v);
+            cuda::fill(out, v);
           else
             cpu::fill(out, v);
         });
@@ -391,7 +391,7 @@ TEST_CASE("copies between every pair of dtypes on the GPU match the CPU", "[gpu]
             c.out, to, c.out_layout,
             [&](bool g, const Tensor& dst) {
               if (g)
-                gpu::copy(dst, src[0].gpu);
+                cuda::copy(dst, src[0].gpu);
               else
                 cpu::copy(dst, src[0].cpu);
             },

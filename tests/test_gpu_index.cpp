@@ -177,7 +177,7 @@ TEST_CASE("strided offsets merge dims and find every element", "[plan]") {
     INFO(layout_name(l));
     Tensor x = lay_out_cpu(values({3, 1, 4, 5}, kFloat32, 1), l);
     Tensor y = lay_out_cpu(values({3, 1, 4, 5}, kFloat32, 2), Layout::Transposed);
-    auto p = gpu::make_strided_offsets<2>(x.sizes(), {x.strides().vec(), y.strides().vec()}, "test");
+    auto p = cuda::make_strided_offsets<2>(x.sizes(), {x.strides().vec(), y.strides().vec()}, "test");
     CHECK(p.ndim <= 3);  // the size-1 dim is dropped
     int64_t i = 0;
     for (int64_t a = 0; a < 3; ++a)
@@ -192,10 +192,10 @@ TEST_CASE("strided offsets merge dims and find every element", "[plan]") {
           CHECK(off64[1] == off32[1]);
         }
   }
-  auto contiguous = gpu::make_strided_offsets<1>({6, 7, 8}, {Shape{56, 8, 1}}, "test");
+  auto contiguous = cuda::make_strided_offsets<1>({6, 7, 8}, {Shape{56, 8, 1}}, "test");
   CHECK(contiguous.ndim == 1);
   CHECK(contiguous.sizes[0] == 336);
-  auto scalar = gpu::make_strided_offsets<1>({}, {Shape{}}, "test");
+  auto scalar = cuda::make_strided_offsets<1>({}, {Shape{}}, "test");
   CHECK(scalar.ndim == 0);
   int64_t off[1];
   scalar.offsets<uint32_t>(0u, off);
@@ -203,7 +203,7 @@ TEST_CASE("strided offsets merge dims and find every element", "[plan]") {
   // 17 dims of size 2 that cannot merge (every stride is 3x the next).
   Shape sizes(17, 2), strides(17, 1);
   for (int d = 15; d >= 0; --d) strides[d] = strides[d + 1] * 6;
-  CHECK_THROWS_AS(gpu::make_strided_offsets<1>(sizes, {strides}, "gather"), ShapeError);
+  CHECK_THROWS_AS(cuda::make_strided_offsets<1>(sizes, {strides}, "gather"), ShapeError);
 }
 
 namespace {
@@ -213,15 +213,15 @@ Tensor emulate_cat(const std::vector<Tensor>& inputs, int64_t dim, const Tensor&
   Tensor out = empty(expected.sizes(), expected.dtype());
   std::memset(out.data_ptr(), 0xA5, out.nbytes());
   const size_t es = out.element_size();
-  for (const gpu::CatLaunch& l : gpu::plan_cat(out, inputs, dim)) {
+  for (const cuda::CatLaunch& l : cuda::plan_cat(out, inputs, dim)) {
     REQUIRE(l.batch.count >= 1);
-    REQUIRE(l.batch.count <= gpu::kCatBatch);
+    REQUIRE(l.batch.count <= cuda::kCatBatch);
     for (int k = 0; k < l.batch.count; ++k) {
-      const gpu::CatInput& e = l.batch.inputs[k];
-      REQUIRE(e.ndim <= gpu::kCatDims);
+      const cuda::CatInput& e = l.batch.inputs[k];
+      REQUIRE(e.ndim <= cuda::kCatDims);
       for (int64_t j = 0; j < e.numel; ++j) {
-        int64_t o = gpu::cat_out_offset<I>(e, l.batch.out_row, static_cast<I>(j));
-        int64_t s = gpu::cat_source_offset<I>(e, static_cast<I>(j));
+        int64_t o = cuda::cat_out_offset<I>(e, l.batch.out_row, static_cast<I>(j));
+        int64_t s = cuda::cat_source_offset<I>(e, static_cast<I>(j));
         std::memcpy(static_cast<char*>(out.data_ptr()) + o * es, static_cast<const char*>(e.data) + s * es, es);
       }
     }
@@ -244,7 +244,7 @@ TEST_CASE("cat's plan covers every input element once", "[plan]") {
       Tensor expected = cat(inputs, dim);
       test::check_equal(emulate_cat<uint32_t>(inputs, dim, expected), expected);
       test::check_equal(emulate_cat<uint64_t>(inputs, dim, expected), expected);
-      if (n == 300) CHECK(gpu::plan_cat(expected, inputs, dim).size() > 1);
+      if (n == 300) CHECK(cuda::plan_cat(expected, inputs, dim).size() > 1);
     }
   }
   // A 7-dim input whose permutation keeps every dim apart: split into runs.
@@ -272,7 +272,7 @@ TEST_CASE("gather on the gpu matches the cpu", "[gpu][gather]") {
           Tensor expected = gather(s.cpu, dim, i.cpu);
           check_bits(gather(s.gpu, dim, i.gpu), expected);
           Tensor out = poisoned(ishape, dt);
-          gpu::gather(out, s.gpu, dim, i.gpu);
+          cuda::gather(out, s.gpu, dim, i.gpu);
           check_bits(out, expected);
         }
       }
@@ -306,7 +306,7 @@ TEST_CASE("index_select on the gpu matches the cpu", "[gpu][index_select]") {
           Tensor expected = index_select(s.cpu, dim, i.cpu);
           check_bits(index_select(s.gpu, dim, i.gpu), expected);
           Tensor out = poisoned(expected.sizes(), dt);
-          gpu::index_select(out, s.gpu, dim, i.gpu);
+          cuda::index_select(out, s.gpu, dim, i.gpu);
           check_bits(out, expected);
         }
       }
@@ -379,7 +379,7 @@ TEST_CASE("one_hot on the gpu matches the cpu", "[gpu][one_hot]") {
     check_bits(one_hot(in.gpu, 5), one_hot(in.cpu, 5));
     check_bits(one_hot(in.gpu, 9), one_hot(in.cpu, 9));
     Tensor out = poisoned({4, 7, 6}, kInt64);
-    gpu::one_hot(out, in.gpu);
+    cuda::one_hot(out, in.gpu);
     check_bits(out, one_hot(in.cpu, 6));
   }
   Tensor s0 = tensor(int64_t{3});
@@ -432,7 +432,7 @@ TEST_CASE("uniform and randint on the gpu are the cpu's bits", "[gpu][random]") 
       CHECK(gg.offset() == gc.offset());
       Tensor out = poisoned({n}, dt), ref = empty({n}, dt);
       cpu::uniform(ref, PhiloxState{99, 5}, -2.5, 3.0);
-      gpu::uniform(out, PhiloxState{99, 5}, -2.5, 3.0);
+      cuda::uniform(out, PhiloxState{99, 5}, -2.5, 3.0);
       check_bits(out, ref);
     }
     for (Dtype dt : test::kAllDtypes) {
@@ -442,7 +442,7 @@ TEST_CASE("uniform and randint on the gpu are the cpu's bits", "[gpu][random]") 
       check_bits(randint(lo, hi, {n}, gg, TensorOptions(dt).device(kGpu)), randint(lo, hi, {n}, gc, dt));
       Tensor out = poisoned({n}, dt), ref = empty({n}, dt);
       cpu::randint(ref, PhiloxState{7, 123456789}, lo, hi);
-      gpu::randint(out, PhiloxState{7, 123456789}, lo, hi);
+      cuda::randint(out, PhiloxState{7, 123456789}, lo, hi);
       check_bits(out, ref);
     }
   }
@@ -450,7 +450,7 @@ TEST_CASE("uniform and randint on the gpu are the cpu's bits", "[gpu][random]") 
   Tensor ref = empty({1001}, kInt64), out = poisoned({1001}, kInt64);
   const int64_t lo = INT64_MIN + 5, hi = INT64_MAX - 3;
   cpu::randint(ref, PhiloxState{0xDEADBEEFCAFEF00Dull, 3}, lo, hi);
-  gpu::randint(out, PhiloxState{0xDEADBEEFCAFEF00Dull, 3}, lo, hi);
+  cuda::randint(out, PhiloxState{0xDEADBEEFCAFEF00Dull, 3}, lo, hi);
   check_bits(out, ref);
   // An in-place fill of a strided view, through a temporary.
   Tensor base = zeros({6, 8}), gbase = to_gpu(base);
@@ -474,7 +474,7 @@ TEST_CASE("normal on the gpu is within an ulp of the cpu", "[gpu][random]") {
       CHECK(max_ulp_distance(g, c) <= (dt == kFloat64 ? 8 : 1));
       Tensor out = poisoned({n}, dt), ref = empty({n}, dt);
       cpu::normal(ref, PhiloxState{11, 1u << 20}, 0.5, 3.0);
-      gpu::normal(out, PhiloxState{11, 1u << 20}, 0.5, 3.0);
+      cuda::normal(out, PhiloxState{11, 1u << 20}, 0.5, 3.0);
       CHECK(max_ulp_distance(out, ref) <= (dt == kFloat64 ? 8 : 1));
     }
   }
@@ -512,19 +512,19 @@ TEST_CASE("arange, linspace and eye on the gpu are the cpu's bits", "[gpu][range
       check_bits(eye(n, m, TensorOptions(dt).device(kGpu)), eye(n, m, dt));
       Tensor out = poisoned({n, m}, dt), ref = empty({n, m}, dt);
       cpu::eye(ref);
-      gpu::eye(out);
+      cuda::eye(out);
       check_bits(out, ref);
     }
   }
   // Poisoned outputs for the direct kernel calls.
   Tensor out = poisoned({1000}, kFloat32), ref = empty({1000}, kFloat32);
   cpu::arange(ref, Scalar(-3.0), Scalar(0.01));
-  gpu::arange(out, Scalar(-3.0), Scalar(0.01));
+  cuda::arange(out, Scalar(-3.0), Scalar(0.01));
   check_bits(out, ref);
   out = poisoned({999}, kBFloat16);
   ref = empty({999}, kBFloat16);
   cpu::linspace(ref, Scalar(-1.0), Scalar(1.0));
-  gpu::linspace(out, Scalar(-1.0), Scalar(1.0));
+  cuda::linspace(out, Scalar(-1.0), Scalar(1.0));
   check_bits(out, ref);
 }
 
@@ -548,7 +548,7 @@ TEST_CASE("cat on the gpu matches the cpu", "[gpu][cat]") {
         Tensor expected = cat(cpu_in, dim);
         check_bits(cat(gpu_in, dim), expected);
         Tensor out = poisoned(expected.sizes(), dt);
-        gpu::cat(out, gpu_in, dim);
+        cuda::cat(out, gpu_in, dim);
         check_bits(out, expected);
       }
     }

@@ -100,8 +100,8 @@ struct TF32Guard {
   ~TF32Guard() { cuda::set_matmul_allow_tf32(saved); }
 };
 struct StreamGuard {
-  gpu::StreamRef saved = gpu::current_stream(0);
-  ~StreamGuard() { gpu::set_current_stream(saved); }
+  cuda::detail::StreamRef saved = cuda::detail::current_stream(0);
+  ~StreamGuard() { cuda::detail::set_current_stream(saved); }
 };
 
 struct Sizes {
@@ -198,7 +198,7 @@ TEST_CASE("gpu matmul of empty operands and K = 0", "[gpu][linalg]") {
   }
 }
 
-TEST_CASE("gpu::matmul writes every element of a poisoned output", "[gpu][linalg]") {
+TEST_CASE("cuda::matmul writes every element of a poisoned output", "[gpu][linalg]") {
   // out, a, b at one batch shape, as the front end hands them over.
   struct Case {
     const char* what;
@@ -258,7 +258,7 @@ TEST_CASE("gpu::matmul writes every element of a poisoned output", "[gpu][linalg
       Tensor ref = matmul(av, bv);
       // NaN for the floating dtypes; 0x5A in every byte of the integers
       Tensor out = full(ref.sizes(), is_floating_point(dt) ? std::nan("") : 0x5A, dt).to(kGpu);
-      gpu::matmul(out, ag, bg, false);
+      cuda::matmul(out, ag, bg, false);
       Tensor scale = is_floating_point(dt) ? matmul(av.to(kFloat64).abs(), bv.to(kFloat64).abs()) : Tensor();
       check_matches(out, ref, scale, product_tol(dt));
     }
@@ -312,7 +312,7 @@ TEST_CASE("gpu matmul on another stream, and from several threads", "[gpu][linal
   Tensor ref = mm(a, b), scale = mm(a.to(kFloat64).abs(), b.to(kFloat64).abs());
   {
     StreamGuard guard;
-    gpu::set_current_stream(gpu::stream_from_pool(0));
+    cuda::detail::set_current_stream(cuda::detail::stream_from_pool(0));
     Tensor ag = a.to(kGpu), bg = b.to(kGpu);
     Tensor c = mm(ag, bg);
     cuda::synchronize();

@@ -89,7 +89,7 @@ std::string describe(const Tensor& in, IntArrayRef dims) {
   return s.str();
 }
 
-// gpu::reduce against cpu::reduce on the same view of the same values; the
+// cuda::reduce against cpu::reduce on the same view of the same values; the
 // outputs start poisoned, so that an unwritten element shows.
 void compare_reduce(ReduceOp op, const Tensor& base, const View& view, IntArrayRef dims,
                     const ReduceParams& params = {}, std::optional<Tolerance> tol = std::nullopt) {
@@ -101,7 +101,7 @@ void compare_reduce(ReduceOp op, const Tensor& base, const View& view, IntArrayR
   Tensor expected = full(keep, 77, base.dtype());
   cpu::reduce(op, expected, in_cpu, params);
   Tensor got = full(keep, 77, base.dtype()).to(kGpu);
-  gpu::reduce(op, got, in_gpu, params);
+  cuda::reduce(op, got, in_gpu, params);
   if (!tol && op == ReduceOp::Prod && is_floating_point(base.dtype()) && expected.numel() > 0) {
     // A product of n factors, in any order, is within (n - 1) u of the exact
     // one (u: the accumulator's unit roundoff, float32's for the 16-bit
@@ -144,7 +144,7 @@ void compare_all_ops(IntArrayRef shape, const View& view, IntArrayRef dims, uint
   }
 }
 
-// gpu::arg_reduce against cpu::arg_reduce over one dim, values and indices.
+// cuda::arg_reduce against cpu::arg_reduce over one dim, values and indices.
 void compare_arg(bool is_max, const Tensor& base, const View& view, int64_t dim, bool with_values = true) {
   const Tensor in_cpu = view(base);
   const Tensor in_gpu = view(base.to(kGpu));
@@ -155,19 +155,19 @@ void compare_arg(bool is_max, const Tensor& base, const View& view, int64_t dim,
   cpu::arg_reduce(is_max, values_cpu, indices_cpu, in_cpu);
   Tensor values_gpu = with_values ? full(keep, 77, base.dtype()).to(kGpu) : Tensor();
   Tensor indices_gpu = full(keep, -7, kInt64).to(kGpu);
-  gpu::arg_reduce(is_max, values_gpu, indices_gpu, in_gpu);
+  cuda::arg_reduce(is_max, values_gpu, indices_gpu, in_gpu);
   test::check_equal(indices_gpu.cpu(), indices_cpu);
   if (with_values) test::check_equal(values_gpu.cpu(), values_cpu);
 }
 
-// gpu::softmax against cpu::softmax, output poisoned.
+// cuda::softmax against cpu::softmax, output poisoned.
 void compare_softmax(const Tensor& x_cpu, int64_t dim, bool log) {
   INFO((log ? "log_softmax" : "softmax") << " over dim " << dim << " of " << describe(x_cpu, {dim}));
   Tensor expected = full(x_cpu.sizes(), 77, x_cpu.dtype());
   cpu::softmax(expected, x_cpu.contiguous(), dim, log);
   const Tensor x_gpu = x_cpu.to(kGpu);  // contiguous, storage offset 0
   Tensor got = full(x_cpu.sizes(), 77, x_cpu.dtype()).to(kGpu);
-  gpu::softmax(got, x_gpu, dim, log);
+  cuda::softmax(got, x_gpu, dim, log);
   test::check_close(got.cpu(), expected);
 }
 
@@ -181,7 +181,7 @@ Tensor on_gpu(const Tensor& t, bool misaligned) {
   return view;
 }
 
-// gpu::softmax_backward against cpu::softmax_backward on the forward's output
+// cuda::softmax_backward against cpu::softmax_backward on the forward's output
 // of x_cpu and a grad of multiples of 1/16 in [-1, 1) (or the one given);
 // grad_in poisoned.
 void compare_softmax_backward(const Tensor& x_cpu, int64_t dim, bool log, uint32_t seed, bool misaligned = false,
@@ -193,7 +193,7 @@ void compare_softmax_backward(const Tensor& x_cpu, int64_t dim, bool log, uint32
   Tensor expected = full(x_cpu.sizes(), 77, x_cpu.dtype());
   cpu::softmax_backward(expected, grad_cpu, out_cpu, dim, log);
   Tensor got = full(x_cpu.sizes(), 77, x_cpu.dtype()).to(kGpu);
-  gpu::softmax_backward(got, on_gpu(grad_cpu, misaligned), on_gpu(out_cpu, misaligned), dim, log);
+  cuda::softmax_backward(got, on_gpu(grad_cpu, misaligned), on_gpu(out_cpu, misaligned), dim, log);
   test::check_close(got.cpu(), expected);
 }
 
@@ -349,7 +349,7 @@ TEST_CASE("GPU softmax and log_softmax over rows match the CPU", "[gpu][softmax]
       const Tensor x = flat.narrow(0, 1, 37 * 1024).reshape({37, 1024});
       INFO("misaligned rows, dtype " << dt);
       Tensor got = full({37, 1024}, 77, dt).to(kGpu);
-      gpu::softmax(got, x, 1, log);
+      cuda::softmax(got, x, 1, log);
       Tensor expected = full({37, 1024}, 77, dt);
       cpu::softmax(expected, x.cpu(), 1, log);
       test::check_close(got.cpu(), expected);

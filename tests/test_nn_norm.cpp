@@ -482,13 +482,13 @@ namespace {
 // must fall in [0, plan.partials), among its own channel's parts (where the
 // fold reads it), and be written once; and every one must be written, since
 // plan.partials is what the launcher allocates.
-void check_partials_written(const Nchw& s, const gpu::ChannelSumsPlan& plan) {
+void check_partials_written(const Nchw& s, const cuda::ChannelSumsPlan& plan) {
   INFO("N " << s.N << ", C " << s.C << ", L " << s.L << (plan.planes ? ": planes" : ": bands") << ", grid ("
             << plan.grid_x << ", " << plan.splits << "), parts " << plan.parts);
   REQUIRE(plan.partials == s.C * plan.parts);
   REQUIRE(plan.grid_x <= INT32_MAX);
   REQUIRE(plan.splits >= 1);
-  REQUIRE(plan.splits <= std::min<int64_t>(gpu::kNormMaxGridY, s.N));
+  REQUIRE(plan.splits <= std::min<int64_t>(cuda::kNormMaxGridY, s.N));
   std::vector<uint8_t> writes(static_cast<size_t>(plan.partials), 0);
   int64_t outside = 0, foreign = 0;
   auto write = [&](int64_t index, int64_t channel) {
@@ -506,8 +506,8 @@ void check_partials_written(const Nchw& s, const gpu::ChannelSumsPlan& plan) {
         write(x * S + y, x);
         continue;
       }
-      for (int64_t lane = 0; lane < gpu::kNormBandX; ++lane) {
-        const int64_t j = x * gpu::kNormBandX + lane;
+      for (int64_t lane = 0; lane < cuda::kNormBandX; ++lane) {
+        const int64_t j = x * cuda::kNormBandX + lane;
         if (j < s.C * s.L) write(j * S + y, j / s.L);
       }
     }
@@ -523,7 +523,7 @@ TEST_CASE("the CUDA batch-norm plan allocates exactly the partial sums its kerne
   // (32, 256, 20) float32: planes of 20, so bands of 32 slots of the 5120 of
   // a row; 160 bands fill the GPU, one split: 5120 pairs of floats, 40 KiB
   // (the earlier bound reserved 5120 * 8 * 132 pairs, 43 MB).
-  const gpu::ChannelSumsPlan bands = gpu::channel_sums_plan({32, 256, 20}, sms);
+  const cuda::ChannelSumsPlan bands = cuda::channel_sums_plan({32, 256, 20}, sms);
   CHECK_FALSE(bands.planes);
   CHECK(bands.grid_x == 160);
   CHECK(bands.splits == 1);
@@ -533,7 +533,7 @@ TEST_CASE("the CUDA batch-norm plan allocates exactly the partial sums its kerne
   // so past grid y's 65535), one part each, 70000 pairs: 560 kB in float32
   // (the earlier bound, on the bands path, 70000 * 1000 * 8 * 132 pairs:
   // 591 GB).
-  const gpu::ChannelSumsPlan wide = gpu::channel_sums_plan({2, 70000, 1000}, sms);
+  const cuda::ChannelSumsPlan wide = cuda::channel_sums_plan({2, 70000, 1000}, sms);
   CHECK(wide.planes);
   CHECK(wide.grid_x == 70000);
   CHECK(wide.splits == 1);
@@ -542,17 +542,17 @@ TEST_CASE("the CUDA batch-norm plan allocates exactly the partial sums its kerne
   // Tall inputs split their rows: (4096, 64) takes 2 bands of 32 slots,
   // min(ceil(8 * 132 / 2), ceil(4096 / 128)) = 32 splits; (256, 16, 1024)
   // min(ceil(256 * 1024 / 4096), ceil(4 * 132 / 16)) = 33.
-  const gpu::ChannelSumsPlan tall = gpu::channel_sums_plan({4096, 64, 1}, sms);
+  const cuda::ChannelSumsPlan tall = cuda::channel_sums_plan({4096, 64, 1}, sms);
   CHECK_FALSE(tall.planes);
   CHECK(tall.grid_x == 2);
   CHECK(tall.splits == 32);
   CHECK(tall.partials == 64 * 32);
-  const gpu::ChannelSumsPlan deep = gpu::channel_sums_plan({256, 16, 1024}, sms);
+  const cuda::ChannelSumsPlan deep = cuda::channel_sums_plan({256, 16, 1024}, sms);
   CHECK(deep.planes);
   CHECK(deep.splits == 33);
   CHECK(deep.partials == 16 * 33);
   // Many channels of short planes: one split, a row's worth of slots.
-  const gpu::ChannelSumsPlan many = gpu::channel_sums_plan({8, 70000, 20}, sms);
+  const cuda::ChannelSumsPlan many = cuda::channel_sums_plan({8, 70000, 20}, sms);
   CHECK_FALSE(many.planes);
   CHECK(many.splits == 1);
   CHECK(many.partials == 70000 * 20);
@@ -560,7 +560,7 @@ TEST_CASE("the CUDA batch-norm plan allocates exactly the partial sums its kerne
   for (const Nchw& s : {Nchw{32, 256, 20}, Nchw{2, 70000, 1000}, Nchw{4096, 64, 1}, Nchw{256, 16, 1024},
                         Nchw{8, 70000, 20}, Nchw{1, 1, 1}, Nchw{1, 3, 31}, Nchw{2, 3, 32}, Nchw{100000, 3, 1},
                         Nchw{5000, 7, 9}, Nchw{3, 70000, 33}, Nchw{1000, 1, 1000}, Nchw{2, 200000, 1}})
-    for (int64_t cores : {int64_t{1}, int64_t{132}}) check_partials_written(s, gpu::channel_sums_plan(s, cores));
+    for (int64_t cores : {int64_t{1}, int64_t{132}}) check_partials_written(s, cuda::channel_sums_plan(s, cores));
   // Both see an input the same way: (N, C, *) with L the product of the rest.
   const Nchw s = nchw_of({4, 3, 5, 7});
   CHECK(s.N == 4);
@@ -572,12 +572,12 @@ TEST_CASE("the CUDA batch-norm plan allocates exactly the partial sums its kerne
 
 TEST_CASE("the CUDA layer-norm plan splits the rows of its column sums", "[nn][norm][plan]") {
   // 4096 rows of 1024: 32 bands; min(ceil(8 * 132 / 32), ceil(4096 / 128)) = 32.
-  CHECK(gpu::layer_norm_param_splits(4096, 1024, 132) == 32);
-  CHECK(gpu::layer_norm_param_splits(4096, 100000, 132) == 1);  // bands enough
-  CHECK(gpu::layer_norm_param_splits(100, 8, 132) == 1);        // too few rows to split
-  CHECK(gpu::layer_norm_param_splits(0, 8, 132) == 1);          // no rows: the sums are zeros
-  CHECK(gpu::layer_norm_param_splits(int64_t{1} << 40, 1, 132) == 1056);
-  CHECK(gpu::band_splits(1, int64_t{1} << 40, 100000) == gpu::kNormMaxGridY);
+  CHECK(cuda::layer_norm_param_splits(4096, 1024, 132) == 32);
+  CHECK(cuda::layer_norm_param_splits(4096, 100000, 132) == 1);  // bands enough
+  CHECK(cuda::layer_norm_param_splits(100, 8, 132) == 1);        // too few rows to split
+  CHECK(cuda::layer_norm_param_splits(0, 8, 132) == 1);          // no rows: the sums are zeros
+  CHECK(cuda::layer_norm_param_splits(int64_t{1} << 40, 1, 132) == 1056);
+  CHECK(cuda::band_splits(1, int64_t{1} << 40, 100000) == cuda::kNormMaxGridY);
 }
 
 TEST_CASE("the cpu kernels give the same bits on one thread and on several", "[nn][norm]") {

@@ -942,7 +942,7 @@ TEST_CASE("IndexDivider divides like the 64-bit division", "[reduce][gpu-plan]")
   std::mt19937_64 rng(7);
   for (uint64_t d : divisors) {
     INFO("d = " << d);
-    gpu::IndexDivider div(d);
+    cuda::IndexDivider div(d);
     std::vector<uint64_t> ns = {0,     1,       2,       d - 1, d,       d + 1,      2 * d - 1,
                                 2 * d, k32 - 2, k32 - 1, k32,   k32 + 1, k32 * 5 + 3};
     for (int i = 0; i < 2000; ++i) {
@@ -954,7 +954,7 @@ TEST_CASE("IndexDivider divides like the 64-bit division", "[reduce][gpu-plan]")
       if (div.div(n) != n / d) FAIL("n = " << n << ": got " << div.div(n) << ", expected " << n / d);
     }
   }
-  CHECK_THROWS_AS(gpu::IndexDivider(0), InternalError);
+  CHECK_THROWS_AS(cuda::IndexDivider(0), InternalError);
 }
 
 namespace {
@@ -966,7 +966,7 @@ void check_layout_sums(const Tensor& in, IntArrayRef dims) {
   INFO("input " << shape_str(in.sizes()) << " strides " << shape_str(in.strides()) << ", dims " << shape_str(dims));
   Tensor expected = in.sum(dims, true);
   Tensor out = zeros(expected.sizes(), kFloat64);
-  const gpu::ReduceLayout l = gpu::make_reduce_layout(out, in);
+  const cuda::ReduceLayout l = cuda::make_reduce_layout(out, in);
   REQUIRE(l.num_outputs == out.numel());
   if (l.num_outputs == 0) return;
   REQUIRE(l.reduce_numel == in.numel() / out.numel());
@@ -1012,19 +1012,19 @@ TEST_CASE("the CUDA reduction layout indexes every output and element", "[reduce
 TEST_CASE("the CUDA reduction layout picks rows or columns", "[reduce][gpu-plan]") {
   auto layout = [](const Tensor& in, IntArrayRef dims) {
     Tensor out = zeros(in.sum(dims, true).sizes(), in.dtype());
-    return gpu::make_reduce_layout(out, in);
+    return cuda::make_reduce_layout(out, in);
   };
   Tensor m = zeros({64, 1000});
-  gpu::ReduceLayout last = layout(m, {1});  // sum over the last dim
+  cuda::ReduceLayout last = layout(m, {1});  // sum over the last dim
   CHECK_FALSE(last.columns);
   CHECK(last.contiguous_run);
   CHECK(last.num_outputs == 64);
   CHECK(last.reduce_numel == 1000);
-  gpu::ReduceLayout first = layout(m, {0});  // sum over the first dim
+  cuda::ReduceLayout first = layout(m, {0});  // sum over the first dim
   CHECK(first.columns);
   CHECK(first.kept.in_strides[0] == 1);
   CHECK(first.reduced.in_strides[0] == 1000);
-  gpu::ReduceLayout all = layout(zeros({8, 9, 10}), {0, 1, 2});
+  cuda::ReduceLayout all = layout(zeros({8, 9, 10}), {0, 1, 2});
   CHECK(all.kept.n == 0);
   CHECK(all.reduced.n == 1);
   CHECK(all.contiguous_run);
@@ -1034,7 +1034,7 @@ TEST_CASE("the CUDA reduction layout picks rows or columns", "[reduce][gpu-plan]
   CHECK(layout(zeros({4, 5, 64}), {1}).columns);          // a middle dim under a wide inner one
   CHECK_FALSE(layout(zeros({4, 5, 6}), {1}).columns);     // narrow inner dims: rows
   CHECK_FALSE(layout(zeros({7, 1000}), {0, 1}).columns);  // merged into one run
-  gpu::ReduceLayout empty = layout(zeros({3, 0}), {1});
+  cuda::ReduceLayout empty = layout(zeros({3, 0}), {1});
   CHECK(empty.num_outputs == 3);
   CHECK(empty.reduce_numel == 0);
   CHECK(layout(zeros({0, 3}), {1}).num_outputs == 0);
@@ -1045,13 +1045,13 @@ TEST_CASE("the CUDA reduction layout picks rows or columns", "[reduce][gpu-plan]
 namespace {
 
 // The invariants every launch of plan_reduce_launch must keep.
-void check_launch(const gpu::ReduceLayout& l, const gpu::ReduceLaunch& L, int vec) {
+void check_launch(const cuda::ReduceLayout& l, const cuda::ReduceLaunch& L, int vec) {
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
   const int64_t N = l.num_outputs, R = l.reduce_numel;
   if (N == 0) return;  // nothing is launched
   CHECK(pow2(L.block_x));
   CHECK(pow2(L.block_y));
-  CHECK(L.block_x * L.block_y <= gpu::kReduceThreads);
+  CHECK(L.block_x * L.block_y <= cuda::kReduceThreads);
   CHECK(L.block_x * L.block_y % 32 == 0);
   CHECK(L.grid_x >= 1);
   CHECK(L.grid_x < (int64_t{1} << 31));
@@ -1066,7 +1066,7 @@ void check_launch(const gpu::ReduceLayout& l, const gpu::ReduceLaunch& L, int ve
     CHECK((L.grid_x - 1) * L.block_y < N);
   }
   CHECK(L.splits >= 1);
-  CHECK(L.splits <= gpu::kMaxSplits);
+  CHECK(L.splits <= cuda::kMaxSplits);
   CHECK(L.split_size * L.splits >= R);
   if (L.splits > 1) {
     CHECK(L.split_size * (L.splits - 1) < R);
@@ -1083,14 +1083,14 @@ TEST_CASE("CUDA reduction launches fill the GPU and keep their invariants", "[re
   auto plan = [&](IntArrayRef shape, IntArrayRef dims, int vec = 4, bool aligned = true) {
     Tensor in = empty(shape, kFloat32);
     Tensor out = empty(in.sum(dims, true).sizes(), kFloat32);
-    gpu::ReduceLayout l = gpu::make_reduce_layout(out, in);
-    gpu::ReduceLaunch L = gpu::plan_reduce_launch(l, vec, aligned, resident);
+    cuda::ReduceLayout l = cuda::make_reduce_layout(out, in);
+    cuda::ReduceLaunch L = cuda::plan_reduce_launch(l, vec, aligned, resident);
     INFO("shape " << shape_str(shape) << ", dims " << shape_str(dims));
     check_launch(l, L, vec);
     return L;
   };
   // A full reduction of 2^28 elements: one wave of blocks over the whole GPU.
-  gpu::ReduceLaunch full = plan({int64_t{1} << 28}, {0});
+  cuda::ReduceLaunch full = plan({int64_t{1} << 28}, {0});
   CHECK(full.block_x == 512);
   CHECK(full.splits * 512 <= resident);
   CHECK(full.splits * 512 > resident * 9 / 10);
@@ -1101,7 +1101,7 @@ TEST_CASE("CUDA reduction launches fill the GPU and keep their invariants", "[re
   // Few long rows: split across blocks.
   CHECK(plan({4, 1 << 20}, {1}).splits > 1);
   // Columns: vectors of outputs when aligned, split when the outputs are few.
-  gpu::ReduceLaunch cols = plan({4096, 4096}, {0});
+  cuda::ReduceLaunch cols = plan({4096, 4096}, {0});
   CHECK(cols.vec_outputs == 4);
   CHECK(cols.block_x == 32);
   CHECK(cols.splits > 1);
@@ -1110,7 +1110,7 @@ TEST_CASE("CUDA reduction launches fill the GPU and keep their invariants", "[re
   CHECK(plan({4096, 4098}, {0}).vec_outputs == 1);
   CHECK(plan({1 << 20, 4}, {0}).splits > 1);
   // Tiny rows pack several outputs per warp; an empty reduction still launches.
-  gpu::ReduceLaunch tiny = plan({1 << 20, 2}, {1});
+  cuda::ReduceLaunch tiny = plan({1 << 20, 2}, {1});
   CHECK(tiny.block_x == 1);
   CHECK(tiny.block_y == 512);
   CHECK(plan({5, 0}, {1}).splits == 1);
@@ -1128,32 +1128,32 @@ TEST_CASE("CUDA softmax launches cover every row element once", "[reduce][gpu-pl
   for (int64_t n : {1, 7, 32, 33, 1000, 1024, 5000, 8192, 8193, 16384, 32768, 40000}) {
     for (const auto& [vec, per_thread] : lanes) {
       for (bool aligned : {false, true}) {
-        gpu::SoftmaxLaunch L = gpu::plan_softmax(37, n, 1, vec, per_thread, aligned);
+        cuda::SoftmaxLaunch L = cuda::plan_softmax(37, n, 1, vec, per_thread, aligned);
         INFO("n " << n << ", vec " << vec << ", per_thread " << per_thread);
         CHECK(L.vectorized == (aligned && n % vec == 0));
         CHECK(L.block_x * L.block_y % 32 == 0);
-        CHECK(L.block_x * L.block_y <= gpu::kSoftmaxThreads);
-        if (n > int64_t{per_thread} * gpu::kSoftmaxThreads) {
-          CHECK(L.kind == gpu::SoftmaxLaunch::Online);
+        CHECK(L.block_x * L.block_y <= cuda::kSoftmaxThreads);
+        if (n > int64_t{per_thread} * cuda::kSoftmaxThreads) {
+          CHECK(L.kind == cuda::SoftmaxLaunch::Online);
           CHECK(L.grid == 37);
           continue;
         }
-        REQUIRE(L.kind == gpu::SoftmaxLaunch::Registers);
+        REQUIRE(L.kind == cuda::SoftmaxLaunch::Registers);
         CHECK(L.grid * L.block_y >= 37);
         std::vector<int> hits(static_cast<size_t>(n), 0);
         for (int64_t lane = 0; lane < L.block_x; ++lane)
           for (int s = 0; s < per_thread; ++s) {
-            int64_t i = gpu::softmax_slot_index(s, lane, L.block_x, vec, L.vectorized);
+            int64_t i = cuda::softmax_slot_index(s, lane, L.block_x, vec, L.vectorized);
             if (i < n) ++hits[static_cast<size_t>(i)];
           }
         for (int h : hits) REQUIRE(h == 1);
       }
     }
   }
-  CHECK(gpu::plan_softmax(64, 1024, 1, 4, 32, true).block_x == 32);  // a warp per row of 1024
-  gpu::SoftmaxLaunch cols = gpu::plan_softmax(3, 100, 7, 4, 32, true);
-  CHECK(cols.kind == gpu::SoftmaxLaunch::Columns);
+  CHECK(cuda::plan_softmax(64, 1024, 1, 4, 32, true).block_x == 32);  // a warp per row of 1024
+  cuda::SoftmaxLaunch cols = cuda::plan_softmax(3, 100, 7, 4, 32, true);
+  CHECK(cols.kind == cuda::SoftmaxLaunch::Columns);
   CHECK(cols.grid == 3);
   CHECK(cols.block_x * cols.block_y % 32 == 0);
-  CHECK(cols.block_x * cols.block_y <= gpu::kSoftmaxColumnThreads);
+  CHECK(cols.block_x * cols.block_y <= cuda::kSoftmaxColumnThreads);
 }

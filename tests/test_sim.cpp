@@ -94,18 +94,18 @@ __global__ void block_sum_kernel(const float* in, float* out, int n) {
 
 // A grid-stride fill without a barrier.
 __global__ void fill_kernel(float* out, int64_t n, float value) {
-  for (int64_t i = gpu::global_thread(); i < n; i += gpu::grid_threads()) out[i] = value;
+  for (int64_t i = cuda::global_thread(); i < n; i += cuda::grid_threads()) out[i] = value;
 }
 
 // out[i] = in[i] + 1, one element per thread.
 __global__ void add_one_kernel(const float* in, float* out, int64_t n) {
-  const int64_t i = gpu::global_thread();
+  const int64_t i = cuda::global_thread();
   if (i < n) out[i] = in[i] + 1;
 }
 
 // Writes one element past its end: n + 1 threads.
 __global__ void write_past_end_kernel(float* out, int64_t n) {
-  const int64_t i = gpu::global_thread();
+  const int64_t i = cuda::global_thread();
   if (i <= n) out[i] = 1;
 }
 
@@ -582,7 +582,7 @@ TEST_CASE("under AddressSanitizer, a kernel's write past its allocation and a ho
   std::tie(status, err) = in_child([] {
     Tensor t = full({1000}, 2.0f, TensorOptions().device(Device(kCUDA, 0)));
     float* out = device_alloc<float>(1000);
-    TANDEM_LAUNCH(4, 256, 0, gpu::stream_of(t), add_one_kernel)(t.data_ptr<float>(), out, 1000);
+    TANDEM_LAUNCH(4, 256, 0, cuda::stream_of(t), add_one_kernel)(t.data_ptr<float>(), out, 1000);
     t = Tensor();
     Tensor u = full({1000}, 5.0f, TensorOptions().device(Device(kCUDA, 0)));  // may take t's block, after the kernel
     TANDEM_CUDA_CHECK(cudaDeviceSynchronize());

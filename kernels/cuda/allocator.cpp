@@ -19,7 +19,7 @@
 #include "kernels/cuda/sim/hooks.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda::detail {
 
 void Stat::increase(int64_t n) {
   current += n;
@@ -62,10 +62,10 @@ class RawMemory {
 class CudaMemory final : public RawMemory {
  public:
   explicit CudaMemory(int device) : device_(device) {}
-  void* allocate(size_t n) override { return cuda_runtime::malloc_device(device_, n); }
-  void release(void* p, size_t) override { cuda_runtime::free_device(device_, p); }
-  void info(size_t* f, size_t* t) override { cuda_runtime::mem_get_info(device_, f, t); }
-  std::string describe() override { return cuda_runtime::properties(device_).name; }
+  void* allocate(size_t n) override { return cuda::detail::malloc_device(device_, n); }
+  void release(void* p, size_t) override { cuda::detail::free_device(device_, p); }
+  void info(size_t* f, size_t* t) override { driver_mem_get_info(device_, f, t); }
+  std::string describe() override { return cuda::detail::properties(device_).name; }
   bool emulated() const override { return false; }
 
  private:
@@ -232,15 +232,15 @@ class DeviceAllocator {
     }
     block->requested = 0;
     if (!caching_) {
-      for (const StreamRef& s : block->uses) cuda_runtime::stream_synchronize(device_, s.handle);
+      for (const StreamRef& s : block->uses) cuda::detail::stream_synchronize(device_, s.handle);
       release_segment(block);
       return;
     }
     // Work queued on other streams may still read or write the block: wait
     // for it with an event per stream before the block is reused.
     for (const StreamRef& s : block->uses) {
-      void* event = cuda_runtime::event_create(device_, false);
-      cuda_runtime::event_record(device_, event, s.handle);
+      void* event = cuda::detail::event_create(device_, false);
+      cuda::detail::event_record(device_, event, s.handle);
       events_.emplace_back(event, block);
       ++block->pending_events;
     }
@@ -382,13 +382,13 @@ class DeviceAllocator {
   }
 
   void event_done(std::pair<void*, Block*>& e) {
-    cuda_runtime::event_destroy(device_, e.first);
+    cuda::detail::event_destroy(device_, e.first);
     if (--e.second->pending_events == 0) release_block(e.second);
   }
 
   void process_events() {
     for (auto it = events_.begin(); it != events_.end();) {
-      if (!cuda_runtime::event_query(it->first)) {
+      if (!cuda::detail::event_query(it->first)) {
         ++it;
         continue;
       }
@@ -399,7 +399,7 @@ class DeviceAllocator {
 
   void synchronize_and_free_events() {
     for (auto& e : events_) {
-      cuda_runtime::event_synchronize(e.first);
+      cuda::detail::event_synchronize(e.first);
       event_done(e);
     }
     events_.clear();
@@ -410,7 +410,7 @@ class DeviceAllocator {
     raw_->info(&free_b, &total_b);
     int64_t allocated = stats_.allocated_bytes[0].current;
     int64_t unused = stats_.reserved_bytes[0].current - allocated;
-    throw OutOfMemoryError(detail::str_cat(
+    throw OutOfMemoryError(tandem::detail::str_cat(
         "CUDA out of memory. Tried to allocate ", format_bytes(nbytes), " on cuda:", device_, " (", raw_->describe(),
         "; ", format_bytes(total_b), " total capacity; ", format_bytes(free_b), " free; ",
         format_bytes(static_cast<size_t>(allocated)), " allocated by Tandem; ",
@@ -476,7 +476,7 @@ std::map<std::string, int64_t> memory_stats_map(int device) {
   const char* pools[] = {"all", "small_pool", "large_pool"};
   auto add = [&](const char* name, const Stat* stat) {
     for (int i = 0; i < 3; ++i) {
-      std::string key = detail::str_cat(name, ".", pools[i], ".");
+      std::string key = tandem::detail::str_cat(name, ".", pools[i], ".");
       out[key + "current"] = stat[i].current;
       out[key + "peak"] = stat[i].peak;
       out[key + "allocated"] = stat[i].allocated;
@@ -521,9 +521,9 @@ std::string memory_summary(int device) {
     rule('-');
   };
   rule('=');
-  line(detail::str_cat("Tandem CUDA memory summary, device cuda:", device, " (", allocator(device).describe(), ")"));
+  line(tandem::detail::str_cat("Tandem CUDA memory summary, device cuda:", device, " (", allocator(device).describe(), ")"));
   rule('-');
-  line(detail::str_cat("device allocations: ", s.num_device_alloc, " | frees: ", s.num_device_free,
+  line(tandem::detail::str_cat("device allocations: ", s.num_device_alloc, " | frees: ", s.num_device_free,
                        " | retries after freeing the cache: ", s.num_alloc_retries, " | OOMs: ", s.num_ooms));
   rule('=');
   line(row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
@@ -540,4 +540,4 @@ std::string memory_summary(int device) {
   return out;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda::detail

@@ -23,7 +23,7 @@
 #include "kernels/cuda/stream.h"
 #include "tensor/core/storage.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda::detail {
 
 // nbytes of memory on cuda:device for use on its current stream. Freeing the
 // storage returns its block to the cache. Out of memory: the cache is freed
@@ -66,4 +66,4 @@ std::string memory_summary(int device);
 // Free and total bytes of the device as the driver (or the emulation) sees them.
 void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes);
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda::detail

@@ -14,7 +14,7 @@
 
 #include "tensor/core/half.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // Element conversions of the kernels. 16-bit floats go through the hardware
 // instructions (tandem::Half converts in software, for the host; both round
@@ -165,4 +165,4 @@ __device__ void reduce_y(A (&v)[N], const Combine& combine, A* smem) {
   for (int k = 0; k < N; ++k) v[k] = at(0, k);
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

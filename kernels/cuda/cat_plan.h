@@ -11,7 +11,7 @@
 #include "kernels/cuda/index_offsets.h"
 #include "tensor/core/tensor.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // Dims kept per input in the parameter block, and inputs per launch: 32
 // entries of 112 bytes stay within the classic 4 KB of kernel parameters.
@@ -128,4 +128,4 @@ inline std::vector<CatLaunch> plan_cat(const Tensor& out, const std::vector<Tens
   return launches;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

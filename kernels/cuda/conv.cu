@@ -3,9 +3,9 @@
 // shape and a workspace from the caching allocator; float32 without TF32,
 // float16/bfloat16 on tensor cores with float32 sums. Without cuDNN, and for
 // sizes its 32-bit descriptors cannot hold: im2col kernels and batched
-// cuBLAS GEMMs (gpu::matmul_into) over chunks of the batch, the input gradient
+// cuBLAS GEMMs (cuda::matmul_into) over chunks of the batch, the input gradient
 // gathered by a col2im kernel, the weight gradient summed over the chunk by
-// gpu::reduce. Both launch on the current stream of the output's device.
+// cuda::reduce. Both launch on the current stream of the output's device.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -32,7 +32,7 @@
 #include "kernels/cuda/cudnn.h"
 #endif
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -89,7 +89,7 @@ Tensor scratch(int device, Dtype dtype, Shape sizes) {
   auto impl = std::make_shared<TensorImpl>();
   int64_t n = 1;
   for (int64_t d : sizes) n *= d;
-  impl->storage = allocate_device(device, static_cast<size_t>(n) * element_size(dtype));
+  impl->storage = detail::allocate_device(device, static_cast<size_t>(n) * element_size(dtype));
   impl->strides = Shape(sizes.size(), 1);
   for (size_t d = sizes.size(); d-- > 1;) impl->strides[d - 1] = impl->strides[d] * sizes[d];
   impl->sizes = std::move(sizes);
@@ -385,7 +385,7 @@ constexpr Scale kOne{1.0f, 1.0}, kZero{0.0f, 0.0};
 
 // A workspace for one call; freed after it (the block stays on this stream).
 std::shared_ptr<Storage> workspace(int device, size_t bytes) {
-  return bytes == 0 ? nullptr : allocate_device(device, bytes);
+  return bytes == 0 ? nullptr : detail::allocate_device(device, bytes);
 }
 
 // Each pass returns false when cuDNN has no algorithm for it (the caller then
@@ -495,4 +495,4 @@ std::atomic<bool> g_cudnn_enabled{true};
 void set_cudnn_enabled(bool enabled) { g_cudnn_enabled.store(enabled, std::memory_order_relaxed); }
 bool cudnn_enabled() { return g_cudnn_enabled.load(std::memory_order_relaxed); }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

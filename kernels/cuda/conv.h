@@ -5,7 +5,7 @@
 
 #include "kernels/conv.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // "cudnn" or "im2col+cublas": which implementation this build has.
 const char* conv2d_implementation();
@@ -14,4 +14,4 @@ const char* conv2d_implementation();
 void set_cudnn_enabled(bool enabled);
 bool cudnn_enabled();
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -6,7 +6,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/functors/elementwise.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -150,4 +150,4 @@ void copy(const Tensor& dst, const Tensor& src) {
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -4,12 +4,12 @@
 #include "kernels/cuda/handle_pool.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
   char detail[512] = {0};
   cudnnGetLastErrorString(detail, sizeof detail);
-  throw CudaError(detail::str_cat("cuDNN error: ", cudnnGetErrorString(status), " (", static_cast<int>(status), ") in ",
+  throw CudaError(tandem::detail::str_cat("cuDNN error: ", cudnnGetErrorString(status), " (", static_cast<int>(status), ") in ",
                                   call, " at ", file, ":", line, detail[0] != 0 ? ": " : "", detail));
 }
 
@@ -23,4 +23,4 @@ cudnnHandle_t cudnn_handle(int device, cudaStream_t stream) {
   return h;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

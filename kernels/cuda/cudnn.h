@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // CudaError with the call, file:line, cuDNN's status string and its last
 // error message.
@@ -17,11 +17,11 @@ namespace tandem::gpu {
 // thread's go back to a pool when it ends.
 cudnnHandle_t cudnn_handle(int device, cudaStream_t stream);
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda
 
 #define TANDEM_CUDNN_CHECK(call)                                                         \
   do {                                                                                   \
     const cudnnStatus_t tandem_cudnn_status_ = (call);                                   \
     if (tandem_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                    \
-      ::tandem::gpu::throw_cudnn_error(tandem_cudnn_status_, #call, __FILE__, __LINE__); \
+      ::tandem::cuda::throw_cudnn_error(tandem_cudnn_status_, #call, __FILE__, __LINE__); \
   } while (0)

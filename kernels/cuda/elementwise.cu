@@ -8,7 +8,7 @@
 #include "kernels/functors/elementwise.h"
 #include "kernels/functors/visit.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -77,4 +77,4 @@ void fill(const Tensor& out, const Scalar& value) {
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -18,7 +18,7 @@
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -91,7 +91,7 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const int device = out.device().index();
   DeviceGuard guard(device);
   const cudaStream_t stream = stream_of(out);
-  const std::shared_ptr<Storage> flag = allocate_device(device, sizeof(unsigned long long));
+  const std::shared_ptr<Storage> flag = detail::allocate_device(device, sizeof(unsigned long long));
   auto* bad = static_cast<unsigned long long*>(flag->data());
   TANDEM_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(unsigned long long), stream));
   const int64_t n = K * D;
@@ -129,7 +129,7 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
   if (n == 0) return;
   // Indices were checked by the front end (tensor/ops/norm.cpp).
   const std::shared_ptr<Storage> counts =
-      scale_grad_by_freq ? allocate_device(device, std::max<size_t>(static_cast<size_t>(num) * sizeof(unsigned int), 1))
+      scale_grad_by_freq ? detail::allocate_device(device, std::max<size_t>(static_cast<size_t>(num) * sizeof(unsigned int), 1))
                          : nullptr;
   unsigned int* count = counts ? static_cast<unsigned int*>(counts->data()) : nullptr;
   dispatch_index(indices.dtype(), "embedding_backward (cuda)", [&]<typename I>() {
@@ -148,4 +148,4 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

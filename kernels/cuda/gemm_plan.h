@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // How a strided (rows x cols) operand is read where it lies: row-major (unit
 // column stride, `ld` between rows), or with `trans` column-major (unit row
@@ -172,4 +172,4 @@ inline bool fits_int32(const CublasGemmArgs& g) {
          g.count <= kMax;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // H: a pointer-like handle type (null when absent). Each H is used with one
 // create function, which makes a handle for the current device.
@@ -52,4 +52,4 @@ H thread_handle(int device, const Create& create) {
   return h;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -12,7 +12,7 @@
 #include "kernels/cuda/runtime.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda::detail {
 
 namespace {
 
@@ -72,8 +72,8 @@ class HostAllocator {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) return;  // pinned by someone else (from_blob): not ours to track
-    void* event = cuda_runtime::event_create(stream.device, false);
-    cuda_runtime::event_record(stream.device, event, stream.handle);
+    void* event = cuda::detail::event_create(stream.device, false);
+    cuda::detail::event_record(stream.device, event, stream.handle);
     it->second.events.emplace_back(stream.device, event);
   }
 
@@ -92,7 +92,7 @@ class HostAllocator {
   static void* raw_allocate(size_t size) {
     if (emulated_device_count() > 0) return std::aligned_alloc(kMinPinnedBlock, size);
     try {
-      return cuda_runtime::malloc_pinned(size);
+      return cuda::detail::malloc_pinned(size);
     } catch (const OutOfMemoryError&) {
       return nullptr;
     }
@@ -102,7 +102,7 @@ class HostAllocator {
     if (emulated_device_count() > 0)
       std::free(ptr);
     else
-      cuda_runtime::free_pinned(ptr);
+      cuda::detail::free_pinned(ptr);
   }
 
   // Blocks whose copies have all finished become reusable.
@@ -110,8 +110,8 @@ class HostAllocator {
     for (auto it = pending_.begin(); it != pending_.end();) {
       HostBlock& b = blocks_.at(*it);
       std::erase_if(b.events, [](const std::pair<int, void*>& e) {
-        if (!cuda_runtime::event_query(e.second)) return false;
-        cuda_runtime::event_destroy(e.first, e.second);
+        if (!cuda::detail::event_query(e.second)) return false;
+        cuda::detail::event_destroy(e.first, e.second);
         return true;
       });
       if (!b.events.empty()) {
@@ -161,4 +161,4 @@ void record_pinned_use(void* ptr, StreamRef stream) { host_allocator().record_us
 HostMemoryStats host_memory_stats() { return host_allocator().stats(); }
 void host_empty_cache() { host_allocator().empty_cache(); }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda::detail

@@ -13,7 +13,7 @@
 #include "kernels/cuda/stream.h"
 #include "tensor/core/storage.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda::detail {
 
 // A cpu storage of nbytes in pinned memory. Throws OutOfMemoryError.
 std::shared_ptr<Storage> allocate_pinned(size_t nbytes);
@@ -33,4 +33,4 @@ HostMemoryStats host_memory_stats();
 // Frees every cached pinned block whose copies are done.
 void host_empty_cache();
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda::detail

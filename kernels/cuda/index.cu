@@ -13,7 +13,7 @@
 #include "kernels/cuda/shape_ops.h"
 #include "kernels/index.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -39,7 +39,7 @@ __device__ __forceinline__ void record_bad_index(unsigned long long* flag, int64
 class BadIndexFlag {
  public:
   BadIndexFlag(int device, cudaStream_t stream)
-      : stream_(stream), storage_(allocate_device(device, sizeof(unsigned long long))) {
+      : stream_(stream), storage_(detail::allocate_device(device, sizeof(unsigned long long))) {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(ptr(), 0, sizeof(unsigned long long), stream_));
   }
   unsigned long long* ptr() const { return static_cast<unsigned long long*>(storage_->data()); }
@@ -269,4 +269,4 @@ void cat(const Tensor& out, const std::vector<Tensor>& inputs, int64_t dim) {
   }
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

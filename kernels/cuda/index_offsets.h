@@ -14,7 +14,7 @@
 #include "tensor/core/macros.h"
 #include "tensor/core/shape.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // As the CPU's plans (kernels/cpu/loops.h): dims that survive dropping and
 // merging, which a tensor of any realistic shape stays under.
@@ -79,4 +79,4 @@ StridedOffsets<N> make_strided_offsets(IntArrayRef shape, const std::array<Shape
   return t;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

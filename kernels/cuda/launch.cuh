@@ -11,23 +11,11 @@
 #include "kernels/cuda/stream.h"
 #include "tensor/core/tensor.h"
 
-namespace tandem::gpu {
-
-// Makes `device` the CUDA runtime's current device for the guard's scope.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
+namespace tandem::cuda {
 
 // The current stream of t's device, on which every kernel for t launches.
 inline cudaStream_t stream_of(const Tensor& t) {
-  return static_cast<cudaStream_t>(current_stream(t.device().index()).handle);
+  return static_cast<cudaStream_t>(detail::current_stream(t.device().index()).handle);
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -92,4 +80,4 @@ __device__ __forceinline__ int64_t global_thread() {
 __device__ __forceinline__ int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 #endif
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

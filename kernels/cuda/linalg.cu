@@ -20,7 +20,7 @@
 #include "kernels/cuda/linalg.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -60,7 +60,7 @@ cublasHandle_t handle_for(int device, cudaStream_t stream) {
   // workspace is set after it, every time.
   TANDEM_CUBLAS_CHECK(cublasSetStream(h.handle, stream));
   std::shared_ptr<Storage>& ws = h.workspaces[stream];
-  if (!ws) ws = allocate_device(device, workspace_bytes(device));
+  if (!ws) ws = detail::allocate_device(device, workspace_bytes(device));
   TANDEM_CUBLAS_CHECK(cublasSetWorkspace(h.handle, ws->data(), ws->nbytes()));
   return h.handle;
 }
@@ -175,8 +175,8 @@ void matmul_cublas(const Tensor& out, const Tensor& a, const Tensor& b, const Ge
   // order on one stream, so the next pack waits for the previous GEMM.
   PackedShape pa = packed_a(plan), pb = packed_b(plan);
   std::shared_ptr<Storage> a_ws, b_ws;
-  if (plan.a.pack) a_ws = allocate_device(device, static_cast<size_t>(pa.numel()) * es);
-  if (plan.b.pack) b_ws = allocate_device(device, static_cast<size_t>(pb.numel()) * es);
+  if (plan.a.pack) a_ws = detail::allocate_device(device, static_cast<size_t>(pa.numel()) * es);
+  if (plan.b.pack) b_ws = detail::allocate_device(device, static_cast<size_t>(pb.numel()) * es);
 
   for_each_gemm_call(plan, [&](int64_t ao, int64_t bo, int64_t co) {
     const void* ap = a_base + ao * static_cast<int64_t>(es);
@@ -347,4 +347,4 @@ void matmul_into(const Tensor& out, const Tensor& a, const Tensor& b, bool allow
   }
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -20,7 +20,7 @@
 #include "kernels/elementwise_plan.h"
 #include "tensor/core/dtype.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // Strided kernel: each thread handles kStridedUnroll elements, a block's
 // threads adjacent elements, so that contiguous operands coalesce.
@@ -231,4 +231,4 @@ void gpu_kernel(const Tensor& out, const std::array<const Tensor*, sizeof...(In)
   gpu_kernel<Out, In...>(make_plan<N>(ops), out, f);
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -9,7 +9,7 @@
 #include "kernels/elementwise_plan.h"
 #include "tensor/core/macros.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 // n / d for 0 <= n, d <= 2^31 - 1 (d >= 1) by a multiply-high, add and
 // shift: with s = ceil(log2 d) and m = floor(2^32 (2^s - d) / d) + 1,
@@ -114,4 +114,4 @@ bool can_vectorize(const ElementwisePlan<N>& p, const int (&elem_sizes)[N], int 
   return true;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -36,7 +36,7 @@
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -66,7 +66,7 @@ T* ptr_or_null(const Tensor& t) {
 // Bytes of scratch from the caching allocator, on the stream of the call.
 struct Scratch {
   std::shared_ptr<Storage> storage;
-  Scratch(int device, size_t bytes) : storage(allocate_device(device, std::max<size_t>(bytes, 1))) {}
+  Scratch(int device, size_t bytes) : storage(detail::allocate_device(device, std::max<size_t>(bytes, 1))) {}
   template <typename X>
   X* at(size_t byte_offset) const {
     return reinterpret_cast<X*>(static_cast<char*>(storage->data()) + byte_offset);
@@ -524,4 +524,4 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

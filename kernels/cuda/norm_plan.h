@@ -11,7 +11,7 @@
 
 #include "kernels/functors/norm.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 inline constexpr int kNormThreads = 256;       // 1-D blocks of the reductions
 inline constexpr int kNormBandX = 32;          // columns (slots) of a band block
@@ -80,4 +80,4 @@ inline int64_t layer_norm_param_splits(int64_t rows, int64_t D, int64_t sms) {
   return band_splits(norm_plan::div_up(D, kNormBandX), rows, sms);
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -21,7 +21,7 @@
 #include "kernels/functors/reduce.h"
 #include "kernels/optim.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -380,7 +380,7 @@ void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& ou
     for_each_list<1, int32_t>({&tensors}, slot, [&](const auto& l, int64_t blocks) {
       // The partials go back to the allocator when this returns; the block is
       // reused only by work queued after these kernels on the same stream.
-      std::shared_ptr<Storage> workspace = allocate_device(device, static_cast<size_t>(blocks) * sizeof(double));
+      std::shared_ptr<Storage> workspace = detail::allocate_device(device, static_cast<size_t>(blocks) * sizeof(double));
       double* partials = static_cast<double*>(workspace->data());
       launch_list(l, blocks, NormChunkBody<T>{ops, partials}, stream);
       TANDEM_LAUNCH(static_cast<unsigned>(l.count), kThreads, 0, stream,
@@ -404,4 +404,4 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

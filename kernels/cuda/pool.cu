@@ -11,7 +11,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/pool.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -241,4 +241,4 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_o
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

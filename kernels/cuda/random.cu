@@ -13,7 +13,7 @@
 #include "kernels/functors/random.h"
 #include "kernels/random.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -133,4 +133,4 @@ void randint(const Tensor& out, PhiloxState st, int64_t low, int64_t high) {
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -8,7 +8,7 @@
 #include "kernels/functors/ranges.h"
 #include "kernels/ranges.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -87,4 +87,4 @@ void eye(const Tensor& out) {
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

@@ -18,7 +18,7 @@
 #include "kernels/functors/reduce.h"
 #include "kernels/reduce.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -303,7 +303,7 @@ void launch_reduce(const ReduceLayout& layout, const Tensor& in, const Ops& ops,
   ReduceArgs<T, Ops, Writer> args{layout, launch, x, ops, write, nullptr};
   std::shared_ptr<Storage> workspace;
   if (launch.splits > 1) {
-    workspace = allocate_device(device, static_cast<size_t>(launch.splits * layout.num_outputs) * sizeof(acc_t));
+    workspace = detail::allocate_device(device, static_cast<size_t>(launch.splits * layout.num_outputs) * sizeof(acc_t));
     args.partials = static_cast<acc_t*>(workspace->data());
   }
   const dim3 grid(static_cast<unsigned>(launch.grid_x), static_cast<unsigned>(launch.splits));
@@ -444,4 +444,4 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

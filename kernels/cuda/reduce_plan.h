@@ -28,7 +28,7 @@
 #define TANDEM_HD_NOINLINE
 #endif
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 inline constexpr int kMaxReduceDims = 16;   // as the CPU engine
 inline constexpr int kReduceThreads = 512;  // most threads in a reduction block
@@ -358,4 +358,4 @@ inline SoftmaxLaunch plan_softmax(int64_t outer, int64_t n, int64_t inner, int v
   return L;
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

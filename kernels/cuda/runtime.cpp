@@ -18,44 +18,34 @@
 #include "kernels/cuda/versions.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
   cudaGetLastError();  // clear the error, so that the next call does not report it again
-  throw CudaError(detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ", call,
+  throw CudaError(tandem::detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ", call,
                                   " at ", file, ":", line));
 }
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
-  throw CudaError(detail::str_cat("cuBLAS error: ", cublasGetStatusString(static_cast<cublasStatus_t>(status)), " (",
+  throw CudaError(tandem::detail::str_cat("cuBLAS error: ", cublasGetStatusString(static_cast<cublasStatus_t>(status)), " (",
                                   cublasGetStatusName(static_cast<cublasStatus_t>(status)), ") in ", call, " at ", file,
                                   ":", line));
-}
-
-DeviceGuard::DeviceGuard(int device) {
-  TANDEM_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) TANDEM_CUDA_CHECK(cudaSetDevice(device));
-}
-
-DeviceGuard::~DeviceGuard() {
-  int now = -1;
-  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
 }
 
 int multiprocessor_count(int device) {
   static std::mutex mu;
   static std::vector<int> counts;
   std::lock_guard<std::mutex> lock(mu);
-  if (counts.empty()) counts.assign(cuda_runtime::device_count(), 0);
+  if (counts.empty()) counts.assign(cuda::detail::device_count(), 0);
   TANDEM_INTERNAL_ASSERT(device >= 0 && device < static_cast<int>(counts.size()));
   if (counts[device] == 0)
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
   return counts[device];
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda
 
-namespace tandem::cuda_runtime {
+namespace tandem::cuda::detail {
 
 bool compiled_with_cuda() { return true; }
 
@@ -68,12 +58,20 @@ int device_count() {
   return n;
 }
 
+int get_device() {
+  int device = 0;
+  TANDEM_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+void set_device(int device) { TANDEM_CUDA_CHECK(cudaSetDevice(device)); }
+
 std::string unavailable_reason() {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   cudaGetLastError();
   if (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice)
-    return detail::str_cat("no usable GPU (", cudaGetErrorString(err), ")");
+    return tandem::detail::str_cat("no usable GPU (", cudaGetErrorString(err), ")");
   if (err != cudaSuccess) return cudaGetErrorString(err);
   return n == 0 ? "no CUDA devices found" : "";
 }
@@ -85,7 +83,7 @@ Properties properties(int device) {
 }
 
 void* malloc_device(int device, size_t nbytes) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   void* ptr = nullptr;
   cudaError_t err = cudaMalloc(&ptr, nbytes);
   if (err == cudaErrorMemoryAllocation) {
@@ -97,12 +95,12 @@ void* malloc_device(int device, size_t nbytes) {
 }
 
 void free_device(int device, void* ptr) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaFree(ptr));
 }
 
-void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) {
-  gpu::DeviceGuard guard(device);
+void driver_mem_get_info(int device, size_t* free_bytes, size_t* total_bytes) {
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
 }
 
@@ -111,7 +109,7 @@ void* malloc_pinned(size_t nbytes) {
   cudaError_t err = cudaHostAlloc(&ptr, nbytes, cudaHostAllocPortable);
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw OutOfMemoryError(detail::str_cat("pin_memory: cannot allocate ", nbytes,
+    throw OutOfMemoryError(tandem::detail::str_cat("pin_memory: cannot allocate ", nbytes,
                                            " bytes of pinned host memory (cudaHostAlloc: out of memory)"));
   }
   TANDEM_CUDA_CHECK(err);
@@ -123,24 +121,24 @@ void free_pinned(void* ptr) { TANDEM_CUDA_CHECK(cudaFreeHost(ptr)); }
 void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t nbytes, CopyKind kind) {
   switch (kind) {
     case CopyKind::HostToDevice: {
-      gpu::DeviceGuard guard(dst_device);
+      cuda::DeviceGuard guard(dst_device);
       TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
       return;
     }
     case CopyKind::DeviceToHost: {
-      gpu::DeviceGuard guard(src_device);
+      cuda::DeviceGuard guard(src_device);
       TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
       return;
     }
     case CopyKind::DeviceToDevice:
       if (dst_device == src_device) {
-        gpu::DeviceGuard guard(dst_device);
+        cuda::DeviceGuard guard(dst_device);
         TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
       } else {
         // cudaMemcpyPeer may return before the copy is done, and work on
         // non-blocking streams is not ordered after it: wait for it here.
         TANDEM_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, nbytes));
-        gpu::DeviceGuard guard(dst_device);
+        cuda::DeviceGuard guard(dst_device);
         TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
       }
       return;
@@ -148,24 +146,24 @@ void memcpy(void* dst, int dst_device, const void* src, int src_device, size_t n
 }
 
 void synchronize(int device) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void* stream_create(int device) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   cudaStream_t s = nullptr;
   TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return s;
 }
 
 void stream_synchronize(int device, void* stream) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
 bool stream_query(int device, void* stream) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   cudaError_t err = cudaStreamQuery(static_cast<cudaStream_t>(stream));
   if (err == cudaErrorNotReady) {
     cudaGetLastError();
@@ -176,24 +174,24 @@ bool stream_query(int device, void* stream) {
 }
 
 void stream_wait_event(int device, void* stream, void* event) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
 void* event_create(int device, bool timing) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   cudaEvent_t e = nullptr;
   TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
   return e;
 }
 
 void event_destroy(int device, void* event) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   cudaEventDestroy(static_cast<cudaEvent_t>(event));  // in destructors: never throws
 }
 
 void event_record(int device, void* event, void* stream) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   TANDEM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
 }
 
@@ -216,7 +214,7 @@ float event_elapsed_ms(void* start, void* end) {
 }
 
 void memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, int device, void* stream) {
-  gpu::DeviceGuard guard(device);
+  cuda::DeviceGuard guard(device);
   cudaMemcpyKind k = kind == CopyKind::HostToDevice   ? cudaMemcpyHostToDevice
                      : kind == CopyKind::DeviceToHost ? cudaMemcpyDeviceToHost
                                                       : cudaMemcpyDeviceToDevice;
@@ -239,4 +237,4 @@ Versions versions() {
   return v;
 }
 
-}  // namespace tandem::cuda_runtime
+}  // namespace tandem::cuda::detail

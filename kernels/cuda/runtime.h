@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tandem::cuda_runtime {
+namespace tandem::cuda::detail {
 
 struct Properties {
   std::string name;
@@ -20,6 +20,10 @@ struct Properties {
 bool compiled_with_cuda();
 // Number of usable GPUs; 0 when there is no driver or no device (never throws).
 int device_count();
+// The runtime's current device for this thread, and setting it (cudaGetDevice,
+// cudaSetDevice); the callers go through DeviceGuard (kernels/cuda/stream.h).
+int get_device();
+void set_device(int device);
 Properties properties(int device);
 // Why device_count() is 0, for messages ("no CUDA driver found", ...).
 std::string unavailable_reason();
@@ -29,7 +33,8 @@ std::string unavailable_reason();
 // failures throw CudaError.
 void* malloc_device(int device, size_t nbytes);
 void free_device(int device, void* ptr);
-void mem_get_info(int device, size_t* free_bytes, size_t* total_bytes);
+// cudaMemGetInfo (the allocator's mem_get_info adds the emulation).
+void driver_mem_get_info(int device, size_t* free_bytes, size_t* total_bytes);
 void* malloc_pinned(size_t nbytes);
 void free_pinned(void* ptr);
 
@@ -52,4 +57,4 @@ float event_elapsed_ms(void* start, void* end);
 // Asynchronous copy on stream (device is the one that owns the stream).
 void memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, int device, void* stream);
 
-}  // namespace tandem::cuda_runtime
+}  // namespace tandem::cuda::detail

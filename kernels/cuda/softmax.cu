@@ -22,7 +22,7 @@
 #include "kernels/softmax.h"
 #include "tensor/core/shape.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
 
 namespace {
 
@@ -456,4 +456,4 @@ void softmax_backward(const Tensor& grad_in, const Tensor& grad, const Tensor& o
   });
 }
 
-}  // namespace tandem::gpu
+}  // namespace tandem::cuda

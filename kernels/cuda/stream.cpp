@@ -10,7 +10,9 @@
 #include "kernels/cuda/runtime.h"
 #include "tensor/core/errors.h"
 
-namespace tandem::gpu {
+namespace tandem::cuda {
+
+namespace detail {
 
 namespace {
 
@@ -40,7 +42,7 @@ void* handle_of(int device, int id) {
   if (id == 0 || emulated_device_count() > 0) return nullptr;
   Pool& p = pool(device);
   std::call_once(p.created, [&] {
-    for (void*& h : p.handles) h = cuda_runtime::stream_create(device);
+    for (void*& h : p.handles) h = stream_create(device);
   });
   return p.handles[id - 1];
 }
@@ -65,7 +67,47 @@ void set_current_stream(StreamRef stream) {
   t_current_id[stream.device] = stream.id;
 }
 
-int current_device() { return t_current_device; }
 void set_current_device(int device) { t_current_device = device; }
 
-}  // namespace tandem::gpu
+int checked_device(int device, const char* op) {
+  const int count = cuda::device_count();  // not the runtime's detail::device_count()
+  TANDEM_CHECK(count > 0, DeviceError, op, ": CUDA is not available (", unavailable_reason(),
+               "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
+  if (device == -1) device = current_device();
+  TANDEM_CHECK(device >= 0 && device < count, DeviceError, op, ": invalid device ", device, " (there ",
+               count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s", ", cuda:0 to cuda:", count - 1,
+               ")");
+  return device;
+}
+
+}  // namespace detail
+
+int current_device() { return detail::t_current_device; }
+
+int device_count() {
+  static const int count = emulated_device_count() > 0 ? emulated_device_count() : detail::device_count();
+  return count;
+}
+
+DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
+  device = detail::checked_device(device, "DeviceGuard");
+  detail::set_current_device(device);
+  if (emulated_device_count() > 0) return;
+  // (checked_device found a device, so the runtime is there.) The runtime's
+  // device is read, not assumed to be previous_: a cuBLAS or user call may
+  // have set it.
+  previous_runtime_ = detail::get_device();
+  if (previous_runtime_ != device) detail::set_device(device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  detail::set_current_device(previous_);
+  if (previous_runtime_ < 0) return;
+  try {
+    if (detail::get_device() != previous_runtime_) detail::set_device(previous_runtime_);
+  } catch (const Error&) {
+    // A destructor cannot throw; a failing device switch shows at the next call.
+  }
+}
+
+}  // namespace tandem::cuda

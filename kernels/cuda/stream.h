@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
-namespace tandem::gpu {
+namespace tandem::cuda {
+
+namespace detail {
 
 // Created streams per device, handed out round robin like libtorch's pool;
 // they live as long as the program, so a stream is never invalid.
@@ -25,10 +27,40 @@ StreamRef stream_from_pool(int device);
 StreamRef current_stream(int device);
 void set_current_stream(StreamRef stream);
 
-// This thread's current cuda device (0 until set), what "cuda" without an
-// index means. On a real GPU, kernels launch under a guard for their
+// Sets this thread's current cuda device, unchecked (DeviceGuard and
+// cuda::set_device check it).
+void set_current_device(int device);
+// device, or the current device for -1, checked to exist: a DeviceError
+// naming op when it does not (or when there is no cuda device at all).
+int checked_device(int device, const char* op);
+
+}  // namespace detail
+
+// These two are tensor/ops/cuda.h's, defined here, where the kernels can
+// call them. This thread's current cuda device (0 until set), what "cuda"
+// without an index means; on a GPU, kernels launch under a guard for their
 // tensor's device whatever this says.
 int current_device();
-void set_current_device(int device);
+// The number of cuda devices: the emulated ones when emulating, else the
+// CUDA runtime's (real or simulated GPUs), read once.
+int device_count();
 
-}  // namespace tandem::gpu
+// Makes device the current cuda device for the guard's scope, and the
+// previous one current again after: this thread's current device (above),
+// and on a GPU (real or simulated) the CUDA runtime's, on which kernels
+// launch and cuBLAS and cuDNN work. One class for both: the public guard
+// (cuda::DeviceGuard) and every kernel launcher. A device that does not exist
+// is a DeviceError.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_;
+  int previous_runtime_ = -1;  // the runtime's device before, or -1 on emulated devices
+};
+
+}  // namespace tandem::cuda

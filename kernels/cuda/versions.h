@@ -2,7 +2,7 @@
 // bug reports. Implemented by runtime.cpp (CUDA builds) and stub.cpp.
 #pragma once
 
-namespace tandem::cuda_runtime {
+namespace tandem::cuda::detail {
 
 // CUDA's integers (runtime and driver 13000 = 13.0, cuBLAS 130100 = 13.1.0,
 // cuDNN 91900 = 9.19.0); 0 where the library is absent from the build, and
@@ -15,4 +15,4 @@ struct Versions {
 };
 Versions versions();
 
-}  // namespace tandem::cuda_runtime
+}  // namespace tandem::cuda::detail

@@ -349,7 +349,7 @@ Device target_device(const Checker& c, const TensorInfo& info, const std::option
     throw DeviceError(detail::str_cat(
         c.op(), ": '", c.name(), "': tensor '", info.name, "' was saved from ", saved.str(),
         ". Attempting to deserialize object on a CUDA device but CUDA is not available (",
-        cuda_runtime::unavailable_reason(),
+        cuda::detail::unavailable_reason(),
         "). If you are running on a CPU-only machine, pass map_location to load the tensors on the cpu: "
         "map_location = Device(\"cpu\")"));
   }

@@ -127,7 +127,7 @@ Tensor run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const
     return out;
   }
   const Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
-  dispatch(x.device(), cpu::conv2d, gpu::conv2d, out, xc, wc, bc, p);
+  dispatch(x.device(), cpu::conv2d, cuda::conv2d, out, xc, wc, bc, p);
   return out;
 }
 
@@ -245,7 +245,7 @@ Tensor detail::conv2d_backward_input(const Tensor& grad_out, const Tensor& weigh
   if (grad_input.numel() == 0) return grad_input;
   if (grad_out.numel() == 0) return grad_input.zero_();
   const Tensor gy = grad_out.contiguous(), w = weight.contiguous();
-  dispatch(weight.device(), cpu::conv2d_backward_input, gpu::conv2d_backward_input, grad_input, gy, w, p);
+  dispatch(weight.device(), cpu::conv2d_backward_input, cuda::conv2d_backward_input, grad_input, gy, w, p);
   return grad_input;
 }
 
@@ -259,7 +259,7 @@ Tensor detail::conv2d_backward_weight(const Tensor& grad_out, const Tensor& inpu
   if (grad_weight.numel() == 0) return grad_weight;
   if (grad_out.numel() == 0) return grad_weight.zero_();
   const Tensor gy = grad_out.contiguous(), x = input.contiguous();
-  dispatch(input.device(), cpu::conv2d_backward_weight, gpu::conv2d_backward_weight, grad_weight, gy, x, p);
+  dispatch(input.device(), cpu::conv2d_backward_weight, cuda::conv2d_backward_weight, grad_weight, gy, x, p);
   return grad_weight;
 }
 

@@ -18,7 +18,7 @@ void not_implemented_on(const char* op, Device device, Dtype dtype) {
 namespace {
 // Same-device elementwise copy with dtype conversion and broadcasting.
 void copy_same_device(const Tensor& dst, const Tensor& src) {
-  return dispatch(dst.device(), cpu::copy, gpu::copy, dst, src);
+  return dispatch(dst.device(), cpu::copy, cuda::copy, dst, src);
 }
 
 bool same_view(const Tensor& a, const Tensor& b) {

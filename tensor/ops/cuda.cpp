@@ -16,36 +16,17 @@
 namespace tandem::cuda {
 
 bool is_emulated() { return emulated_device_count() > 0; }
-bool is_built() { return cuda_runtime::compiled_with_cuda(); }
+bool is_built() { return cuda::detail::compiled_with_cuda(); }
 bool is_simulated() { return simulated_device_count() > 0; }
-
-int device_count() {
-  if (is_emulated()) return emulated_device_count();
-  return cuda_runtime::device_count();
-}
 
 bool is_available() { return device_count() > 0; }
 
-namespace {
-
-// device, or the current device for -1, checked to exist.
-int checked_device(int device, const char* op) {
-  int count = device_count();
-  TANDEM_CHECK(count > 0, DeviceError, op, ": CUDA is not available (", cuda_runtime::unavailable_reason(),
-               "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
-  if (device == -1) device = gpu::current_device();
-  TANDEM_CHECK(device >= 0 && device < count, DeviceError, op, ": invalid device ", device, " (there ",
-               count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s",
-               ", cuda:0 to cuda:", count - 1, ")");
-  return device;
-}
-
-}  // namespace
+using cuda::detail::checked_device;
 
 Stream make_stream(int device, int id, void* handle) { return Stream(device, id, handle); }
 
 namespace {
-Stream from_ref(gpu::StreamRef r) { return make_stream(r.device, r.id, r.handle); }
+Stream from_ref(cuda::detail::StreamRef r) { return make_stream(r.device, r.id, r.handle); }
 }  // namespace
 
 DeviceProperties get_device_properties(int device) {
@@ -53,28 +34,26 @@ DeviceProperties get_device_properties(int device) {
   if (is_emulated()) {
     return {"Tandem emulated CUDA device (host memory, CPU kernels)", 0, 0, emulated_memory_capacity(), 0, true};
   }
-  auto p = cuda_runtime::properties(device);
+  auto p = cuda::detail::properties(device);
   return {p.name, p.major, p.minor, p.total_memory, p.multi_processor_count, false};
 }
 
 std::string get_device_name(int device) { return get_device_properties(device).name; }
 
-int current_device() { return gpu::current_device(); }
-
-void set_device(int device) { gpu::set_current_device(checked_device(device, "set_device")); }
+void set_device(int device) { cuda::detail::set_current_device(checked_device(device, "set_device")); }
 
 void synchronize(int device) {
   device = checked_device(device, "synchronize");
   if (is_emulated()) return;
-  cuda_runtime::synchronize(device);
+  cuda::detail::synchronize(device);
 }
 
 // ---------------------------------------------------------------- streams
 
-bool Stream::query() const { return is_emulated() || cuda_runtime::stream_query(device_, handle_); }
+bool Stream::query() const { return is_emulated() || cuda::detail::stream_query(device_, handle_); }
 
 void Stream::synchronize() const {
-  if (!is_emulated()) cuda_runtime::stream_synchronize(device_, handle_);
+  if (!is_emulated()) cuda::detail::stream_synchronize(device_, handle_);
 }
 
 void Stream::wait_event(const Event& event) const { event.wait(*this); }
@@ -86,34 +65,28 @@ void Stream::wait_stream(const Stream& other) const {
   e.wait(*this);
 }
 
-std::string Stream::str() const { return detail::str_cat("Stream(device=cuda:", device_, ", id=", id_, ")"); }
+std::string Stream::str() const { return tandem::detail::str_cat("Stream(device=cuda:", device_, ", id=", id_, ")"); }
 
-Stream current_stream(int device) { return from_ref(gpu::current_stream(checked_device(device, "current_stream"))); }
-Stream default_stream(int device) { return from_ref(gpu::default_stream(checked_device(device, "default_stream"))); }
+Stream current_stream(int device) { return from_ref(cuda::detail::current_stream(checked_device(device, "current_stream"))); }
+Stream default_stream(int device) { return from_ref(cuda::detail::default_stream(checked_device(device, "default_stream"))); }
 Stream get_stream_from_pool(int device) {
-  return from_ref(gpu::stream_from_pool(checked_device(device, "get_stream_from_pool")));
+  return from_ref(cuda::detail::stream_from_pool(checked_device(device, "get_stream_from_pool")));
 }
 
 void set_current_stream(const Stream& stream) {
-  gpu::set_current_stream({stream.device_index(), stream.id(), stream.handle()});
+  cuda::detail::set_current_stream({stream.device_index(), stream.id(), stream.handle()});
 }
 
 StreamGuard::StreamGuard(const Stream& stream)
-    : previous_stream_(current_stream(stream.device_index())), previous_device_(gpu::current_device()) {
+    : previous_stream_(current_stream(stream.device_index())), previous_device_(cuda::current_device()) {
   set_current_stream(stream);
-  gpu::set_current_device(stream.device_index());
+  cuda::detail::set_current_device(stream.device_index());
 }
 
 StreamGuard::~StreamGuard() {
   set_current_stream(previous_stream_);
-  gpu::set_current_device(previous_device_);
+  cuda::detail::set_current_device(previous_device_);
 }
-
-DeviceGuard::DeviceGuard(int device) : previous_(gpu::current_device()) {
-  gpu::set_current_device(checked_device(device, "DeviceGuard"));
-}
-
-DeviceGuard::~DeviceGuard() { gpu::set_current_device(previous_); }
 
 // ---------------------------------------------------------------- events
 
@@ -124,7 +97,7 @@ struct Event::Impl {
   void* handle = nullptr;                           // cudaEvent_t, created at the first record
   std::chrono::steady_clock::time_point host_time;  // emulated devices
   ~Impl() {
-    if (handle != nullptr) cuda_runtime::event_destroy(device, handle);
+    if (handle != nullptr) cuda::detail::event_destroy(device, handle);
   }
 };
 
@@ -143,19 +116,19 @@ void Event::record(const Stream& stream) {
     e.host_time = std::chrono::steady_clock::now();
     return;
   }
-  if (e.handle == nullptr) e.handle = cuda_runtime::event_create(e.device, e.timing);
-  cuda_runtime::event_record(e.device, e.handle, stream.handle());
+  if (e.handle == nullptr) e.handle = cuda::detail::event_create(e.device, e.timing);
+  cuda::detail::event_record(e.device, e.handle, stream.handle());
 }
 
 void Event::wait(const Stream& stream) const {
   if (!impl_->recorded || is_emulated()) return;
-  cuda_runtime::stream_wait_event(stream.device_index(), stream.handle(), impl_->handle);
+  cuda::detail::stream_wait_event(stream.device_index(), stream.handle(), impl_->handle);
 }
 
-bool Event::query() const { return !impl_->recorded || is_emulated() || cuda_runtime::event_query(impl_->handle); }
+bool Event::query() const { return !impl_->recorded || is_emulated() || cuda::detail::event_query(impl_->handle); }
 
 void Event::synchronize() const {
-  if (impl_->recorded && !is_emulated()) cuda_runtime::event_synchronize(impl_->handle);
+  if (impl_->recorded && !is_emulated()) cuda::detail::event_synchronize(impl_->handle);
 }
 
 bool Event::is_recorded() const { return impl_->recorded; }
@@ -169,48 +142,48 @@ float Event::elapsed_time(const Event& end) const {
     return std::chrono::duration<float, std::milli>(end.impl_->host_time - impl_->host_time).count();
   }
   end.synchronize();  // waits for the end point rather than failing with "not ready"
-  return cuda_runtime::event_elapsed_ms(impl_->handle, end.impl_->handle);
+  return cuda::detail::event_elapsed_ms(impl_->handle, end.impl_->handle);
 }
 
 // ---------------------------------------------------------------- memory
 
 size_t memory_allocated(int device) {
-  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "memory_allocated")).allocated_bytes[0].current);
+  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "memory_allocated")).allocated_bytes[0].current);
 }
 size_t max_memory_allocated(int device) {
-  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "max_memory_allocated")).allocated_bytes[0].peak);
+  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "max_memory_allocated")).allocated_bytes[0].peak);
 }
 size_t memory_reserved(int device) {
-  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "memory_reserved")).reserved_bytes[0].current);
+  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "memory_reserved")).reserved_bytes[0].current);
 }
 size_t max_memory_reserved(int device) {
-  return static_cast<size_t>(gpu::memory_stats(checked_device(device, "max_memory_reserved")).reserved_bytes[0].peak);
+  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "max_memory_reserved")).reserved_bytes[0].peak);
 }
 void reset_peak_memory_stats(int device) {
-  gpu::reset_peak_memory_stats(checked_device(device, "reset_peak_memory_stats"));
+  cuda::detail::reset_peak_memory_stats(checked_device(device, "reset_peak_memory_stats"));
 }
 std::map<std::string, int64_t> memory_stats(int device) {
-  return gpu::memory_stats_map(checked_device(device, "memory_stats"));
+  return cuda::detail::memory_stats_map(checked_device(device, "memory_stats"));
 }
-std::string memory_summary(int device) { return gpu::memory_summary(checked_device(device, "memory_summary")); }
+std::string memory_summary(int device) { return cuda::detail::memory_summary(checked_device(device, "memory_summary")); }
 
 void empty_cache() {
-  for (int d = 0; d < device_count(); ++d) gpu::empty_cache(d);
+  for (int d = 0; d < device_count(); ++d) cuda::detail::empty_cache(d);
 }
 
 std::pair<size_t, size_t> mem_get_info(int device) {
   size_t free_b = 0, total_b = 0;
-  gpu::mem_get_info(checked_device(device, "mem_get_info"), &free_b, &total_b);
+  cuda::detail::mem_get_info(checked_device(device, "mem_get_info"), &free_b, &total_b);
   return {free_b, total_b};
 }
 
 HostMemoryStats host_memory_stats() {
-  gpu::HostMemoryStats s = gpu::host_memory_stats();
+  cuda::detail::HostMemoryStats s = cuda::detail::host_memory_stats();
   return {static_cast<size_t>(s.allocated_bytes), static_cast<size_t>(s.reserved_bytes), s.num_host_alloc,
           s.num_host_free};
 }
 
-void host_empty_cache() { gpu::host_empty_cache(); }
+void host_empty_cache() { cuda::detail::host_empty_cache(); }
 
 }  // namespace tandem::cuda
 
@@ -233,7 +206,7 @@ void Tensor::record_stream(const cuda::Stream& stream) const {
   TANDEM_CHECK(is_cuda() && device().index() == stream.device_index(), DeviceError, "record_stream: the tensor is on ",
                device().str(), " but the stream is on ", stream.device().str());
   if (storage()->nbytes() == 0) return;
-  gpu::record_stream(stream.device_index(), storage()->data(), {stream.device_index(), stream.id(), stream.handle()});
+  cuda::detail::record_stream(stream.device_index(), storage()->data(), {stream.device_index(), stream.id(), stream.handle()});
 }
 
 }  // namespace tandem

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda/stream.h"
 #include "tensor/core/device.h"
 
 namespace tandem::cuda {
@@ -97,17 +98,9 @@ class StreamGuard {
   int previous_device_;
 };
 
-// Makes device the current device for the guard's scope.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_;
-};
+// DeviceGuard: makes a device the current one for the guard's scope (and,
+// on a GPU, the CUDA runtime's), the class the kernels launch under too:
+// kernels/cuda/stream.h.
 
 // A marker in a stream's work, as torch.cuda.Event: record it, wait for
 // it, or time the work between two of them. Copies share the event.

@@ -15,7 +15,5 @@ std::atomic<bool> allow_tf32{false};
 void set_matmul_allow_tf32(bool allow) { allow_tf32.store(allow, std::memory_order_relaxed); }
 bool matmul_allow_tf32() { return allow_tf32.load(std::memory_order_relaxed); }
 
-void set_cudnn_enabled(bool enabled) { gpu::set_cudnn_enabled(enabled); }
-bool cudnn_enabled() { return gpu::cudnn_enabled(); }
 
 }  // namespace tandem::cuda

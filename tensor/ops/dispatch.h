@@ -11,7 +11,7 @@ namespace tandem {
 
 // A kernel on the backend that computes for device: on_cpu for the cpu and
 // the emulated cuda devices, on_cuda for a real or simulated GPU, e.g.
-//   dispatch(out.device(), cpu::fill, gpu::fill, out, value);
+//   dispatch(out.device(), cpu::fill, cuda::fill, out, value);
 // on_cpu and on_cuda are one kernel's two definitions, declared by its
 // area's contract (kernels/contract.h), so they take the same parameters;
 // every argument is passed (a function pointer has no default arguments). In

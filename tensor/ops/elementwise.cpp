@@ -107,7 +107,7 @@ void check_alpha(const char* op, Dtype result, const Scalar& alpha) {
                ": boolean alpha is only supported for bool results (result dtype ", result, ")");
 }
 
-void fill_unchecked(const Tensor& t, const Scalar& value) { dispatch(t.device(), cpu::fill, gpu::fill, t, value); }
+void fill_unchecked(const Tensor& t, const Scalar& value) { dispatch(t.device(), cpu::fill, cuda::fill, t, value); }
 
 // A read-only operand that shares memory with the tensor an op writes into
 // but is not that very view (x.add_(x.t()), x.copy_(x[0])) would be read
@@ -198,12 +198,12 @@ void record_binary(Recorder& rec, BinaryOp op, const Tensor& self_old, const Ten
 namespace {
 
 void run_unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p = {}) {
-  return dispatch(out.device(), cpu::unary, gpu::unary, op, out, in, p);
+  return dispatch(out.device(), cpu::unary, cuda::unary, op, out, in, p);
 }
 
 void run_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
                 const UnaryParams& params = {}) {
-  return dispatch(out.device(), cpu::binary, gpu::binary, op, out, a, b, alpha, params);
+  return dispatch(out.device(), cpu::binary, cuda::binary, op, out, a, b, alpha, params);
 }
 
 void check_unary_dtype(UnaryOp op, Dtype dtype) {
@@ -445,7 +445,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
   Recorder rec(GradOp::Where, {a, b});
   Tensor out = detail::make_result(shape, dt, a.device(), Origin::computed("where", a.origin()));
-  dispatch(out.device(), cpu::where, gpu::where, out, cond, a.to(dt), b.to(dt));
+  dispatch(out.device(), cpu::where, cuda::where, out, cond, a.to(dt), b.to(dt));
   if (rec) rec.save(cond);  // saved: {cond}
   return rec.finish(out);
 }
@@ -503,7 +503,7 @@ Shape check_masked_fill(const char* name, const Tensor& x, const Tensor& mask, c
 }
 
 void run_masked_fill(const Tensor& out, const Tensor& x, const Tensor& mask, const Scalar& value) {
-  return dispatch(out.device(), cpu::masked_fill, gpu::masked_fill, out, x, mask, value);
+  return dispatch(out.device(), cpu::masked_fill, cuda::masked_fill, out, x, mask, value);
 }
 }  // namespace
 

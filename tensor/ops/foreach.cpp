@@ -62,7 +62,7 @@ Tensor foreach_norm(const std::vector<Tensor>& tensors, double p) {
   const std::vector<Tensor>& dense = copies.empty() ? tensors : copies;
   Tensor out = make_result({static_cast<int64_t>(tensors.size())}, tensors[0].dtype(), device,
                            Origin::computed(op, tensors[0].origin()));
-  dispatch(device, cpu::foreach_norm, gpu::foreach_norm, dense, p, out);
+  dispatch(device, cpu::foreach_norm, cuda::foreach_norm, dense, p, out);
   return out;
 }
 
@@ -86,7 +86,7 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
     for (const Tensor& t : tensors) (t.is_contiguous() ? some : strided).push_back(t);
   const std::vector<Tensor>& dense = all_dense ? tensors : some;
   if (!dense.empty()) {
-    dispatch(s.device(), cpu::foreach_mul_, gpu::foreach_mul_, dense, s);
+    dispatch(s.device(), cpu::foreach_mul_, cuda::foreach_mul_, dense, s);
     // Written in place: bumped as an in-place op would.
     for (const Tensor& t : dense) t.storage()->bump_version();
   }

@@ -67,7 +67,7 @@ int64_t check_scatter_add(const char* op, const Tensor& self, int64_t dim, const
 
 void run_scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
   if (index.numel() == 0) return;
-  return dispatch(self.device(), cpu::scatter_add, gpu::scatter_add, self, dim, index, src);
+  return dispatch(self.device(), cpu::scatter_add, cuda::scatter_add, self, dim, index, src);
 }
 
 // Gather, IndexSelect: inputs {t}, saved {index}, a DimParams payload (the
@@ -89,7 +89,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   if (index.numel() != 0) {
     check_index_int64("gather", index);
     check_gather_shape(t, dim, index);
-    dispatch(t.device(), cpu::gather, gpu::gather, out, t, dim, index);
+    dispatch(t.device(), cpu::gather, cuda::gather, out, t, dim, index);
   }
   record_index_op(rec, dim, index);
   return rec.finish(out);
@@ -118,7 +118,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (t.dim() > 0) shape[dim] = index.numel();
   autograd::Recorder rec(autograd::GradOp::IndexSelect, {t});
   Tensor out = detail::make_result(shape, t.dtype(), t.device(), Origin::computed("index_select", t.origin()));
-  dispatch(t.device(), cpu::index_select, gpu::index_select, out, t, dim, index);
+  dispatch(t.device(), cpu::index_select, cuda::index_select, out, t, dim, index);
   record_index_op(rec, dim, index);
   return rec.finish(out);
 }
@@ -145,7 +145,7 @@ Tensor one_hot(const Tensor& t, int64_t num_classes) {
                " with num_classes = ", num_classes);
   shape.push_back(num_classes);
   Tensor out = detail::make_result(shape, kInt64, t.device(), origin);
-  dispatch(t.device(), cpu::one_hot, gpu::one_hot, out, t);
+  dispatch(t.device(), cpu::one_hot, cuda::one_hot, out, t);
   return out;
 }
 

@@ -77,7 +77,7 @@ Tensor run_product(const char* op, const Tensor& a, const Tensor& b, const Shape
   Tensor out = detail::make_result(out_shape, a.dtype(), a.device(), Origin::computed(op, a.origin()));
   Shape kshape = concat(batch, Shape{M, N});
   Tensor ov = detail::make_view(out, kshape, contiguous_strides(kshape), out.storage_offset());
-  dispatch(out.device(), cpu::matmul, gpu::matmul, ov, av, bv, cuda::matmul_allow_tf32());
+  dispatch(out.device(), cpu::matmul, cuda::matmul, ov, av, bv, cuda::matmul_allow_tf32());
   return out;
 }
 

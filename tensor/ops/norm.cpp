@@ -125,7 +125,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   Tensor out = detail::make_result(input.sizes(), input.dtype(), device, origin);
   Tensor mean = detail::make_result({C}, M, device, origin);
   Tensor invstd = detail::make_result({C}, M, device, origin);
-  dispatch(device, cpu::batch_norm, gpu::batch_norm, out, mean, invstd, in, w, b, rm, rv, training, momentum, eps);
+  dispatch(device, cpu::batch_norm, cuda::batch_norm, out, mean, invstd, in, w, b, rm, rv, training, momentum, eps);
   if (training && input.numel() > 0) {
     NoGradGuard no_grad;
     for (const auto& [stat, written] : {std::pair{running_mean, rm}, std::pair{running_var, rv}}) {
@@ -181,7 +181,7 @@ std::tuple<Tensor, Tensor, Tensor> detail::batch_norm_backward(const Tensor& gra
   Tensor grad_input = output_mask[0] ? detail::make_result(input.sizes(), input.dtype(), device, origin) : Tensor();
   Tensor grad_weight = output_mask[1] ? detail::make_result({C}, M, device, origin) : Tensor();
   Tensor grad_bias = output_mask[2] ? detail::make_result({C}, M, device, origin) : Tensor();
-  dispatch(device, cpu::batch_norm_backward, gpu::batch_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
+  dispatch(device, cpu::batch_norm_backward, cuda::batch_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
            is, training);
   return {grad_input, to_param_dtype(grad_weight, weight), to_param_dtype(grad_bias, weight)};
 }
@@ -233,7 +233,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
   Tensor out = detail::make_result(input.sizes(), input.dtype(), device, origin);
   Tensor mean = detail::make_result({rows}, M, device, origin);
   Tensor invstd = detail::make_result({rows}, M, device, origin);
-  dispatch(device, cpu::layer_norm, gpu::layer_norm, out, mean, invstd, in, w, b, eps);
+  dispatch(device, cpu::layer_norm, cuda::layer_norm, out, mean, invstd, in, w, b, eps);
   if (rec) {
     rec.save(input);
     rec.save(weight);
@@ -273,7 +273,7 @@ std::tuple<Tensor, Tensor, Tensor> detail::layer_norm_backward(const Tensor& gra
   Tensor grad_input = output_mask[0] ? detail::make_result(input.sizes(), input.dtype(), device, origin) : Tensor();
   Tensor grad_weight = output_mask[1] ? detail::make_result(normalized_shape, M, device, origin) : Tensor();
   Tensor grad_bias = output_mask[2] ? detail::make_result(normalized_shape, M, device, origin) : Tensor();
-  dispatch(device, cpu::layer_norm_backward, gpu::layer_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
+  dispatch(device, cpu::layer_norm_backward, cuda::layer_norm_backward, grad_input, grad_weight, grad_bias, g, x, w, mu,
            is);
   return {grad_input, to_param_dtype(grad_weight, weight), to_param_dtype(grad_bias, weight)};
 }
@@ -312,7 +312,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   shape.push_back(D);
   Tensor out = detail::make_result(shape, weight.dtype(), weight.device(), Origin::computed(op, weight.origin()));
   const Tensor w = weight.contiguous(), idx = indices.contiguous().reshape({indices.numel()});
-  dispatch(weight.device(), cpu::embedding, gpu::embedding, out, w, idx);
+  dispatch(weight.device(), cpu::embedding, cuda::embedding, out, w, idx);
   if (rec) {
     rec.save(indices);
     rec.node().payload = autograd::EmbeddingParams{num, pad, scale_grad_by_freq};
@@ -350,7 +350,7 @@ Tensor detail::embedding_backward(const Tensor& grad_out, const Tensor& indices,
   Tensor grad_weight = detail::make_result({num_weights, D}, grad_out.dtype(), grad_out.device(),
                                            Origin::computed(op, grad_out.origin()));
   const Tensor g = grad_out.contiguous().reshape({K, D}), idx = indices.contiguous().reshape({K});
-  dispatch(grad_out.device(), cpu::embedding_backward, gpu::embedding_backward, grad_weight, g, idx,
+  dispatch(grad_out.device(), cpu::embedding_backward, cuda::embedding_backward, grad_weight, g, idx,
            padding_idx.value_or(-1), scale_grad_by_freq);
   return grad_weight;
 }

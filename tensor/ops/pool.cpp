@@ -135,7 +135,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
     Recorder rec(GradOp::MaxPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      dispatch(x.device(), cpu::max_pool2d, gpu::max_pool2d, out, indices, xc, p);
+      dispatch(x.device(), cpu::max_pool2d, cuda::max_pool2d, out, indices, xc, p);
     }
     if (rec) {
       rec.node().payload = p;
@@ -170,7 +170,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
     Recorder rec(GradOp::AvgPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      dispatch(x.device(), cpu::avg_pool2d, gpu::avg_pool2d, out, xc, p);
+      dispatch(x.device(), cpu::avg_pool2d, cuda::avg_pool2d, out, xc, p);
     }
     if (rec) rec.node().payload = p;
     rec.finish(out);
@@ -202,7 +202,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
     Recorder rec(GradOp::AdaptiveAvgPool2d, {x});
     if (out.numel() != 0) {
       const Tensor xc = x.contiguous();
-      dispatch(x.device(), cpu::adaptive_avg_pool2d, gpu::adaptive_avg_pool2d, out, xc);
+      dispatch(x.device(), cpu::adaptive_avg_pool2d, cuda::adaptive_avg_pool2d, out, xc);
     }
     rec.finish(out);
   }
@@ -228,7 +228,7 @@ Tensor detail::max_pool2d_backward(const Tensor& grad_out, const Tensor& indices
   Tensor grad_input = make_grad_input(name, grad_out, input_sizes);
   if (grad_input.numel() == 0) return grad_input;
   const Tensor gy = grad_out.contiguous(), ind = indices.contiguous();
-  dispatch(grad_out.device(), cpu::max_pool2d_backward, gpu::max_pool2d_backward, grad_input, gy, ind, p);
+  dispatch(grad_out.device(), cpu::max_pool2d_backward, cuda::max_pool2d_backward, grad_input, gy, ind, p);
   return grad_input;
 }
 
@@ -248,7 +248,7 @@ Tensor detail::avg_pool2d_backward(const Tensor& grad_out, IntArrayRef input_siz
   Tensor grad_input = make_grad_input(name, grad_out, input_sizes);
   if (grad_input.numel() == 0) return grad_input;
   const Tensor gy = grad_out.contiguous();
-  dispatch(grad_out.device(), cpu::avg_pool2d_backward, gpu::avg_pool2d_backward, grad_input, gy, p);
+  dispatch(grad_out.device(), cpu::avg_pool2d_backward, cuda::avg_pool2d_backward, grad_input, gy, p);
   return grad_input;
 }
 
@@ -262,7 +262,7 @@ Tensor detail::adaptive_avg_pool2d_backward(const Tensor& grad_out, IntArrayRef 
   if (grad_input.numel() == 0) return grad_input;
   if (grad_out.numel() == 0) return grad_input.zero_();
   const Tensor gy = grad_out.contiguous();
-  dispatch(grad_out.device(), cpu::adaptive_avg_pool2d_backward, gpu::adaptive_avg_pool2d_backward, grad_input, gy);
+  dispatch(grad_out.device(), cpu::adaptive_avg_pool2d_backward, cuda::adaptive_avg_pool2d_backward, grad_input, gy);
   return grad_input;
 }
 

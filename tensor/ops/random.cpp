@@ -147,16 +147,16 @@ uint64_t randint_counters(int64_t n) { return ceil_div(n, 2); }
 // out is contiguous and freshly allocated or owned by the caller.
 
 void fill_uniform(const Tensor& out, Generator& gen, double from, double to) {
-  return dispatch(out.device(), cpu::uniform, gpu::uniform, out,
+  return dispatch(out.device(), cpu::uniform, cuda::uniform, out,
                   gen.reserve(uniform_counters(out.dtype(), out.numel())), from, to);
 }
 
 void fill_normal(const Tensor& out, Generator& gen, double mean, double std) {
-  return dispatch(out.device(), cpu::normal, gpu::normal, out, gen.reserve(normal_counters(out.numel())), mean, std);
+  return dispatch(out.device(), cpu::normal, cuda::normal, out, gen.reserve(normal_counters(out.numel())), mean, std);
 }
 
 void fill_randint(const Tensor& out, Generator& gen, int64_t low, int64_t high) {
-  return dispatch(out.device(), cpu::randint, gpu::randint, out, gen.reserve(randint_counters(out.numel())), low, high);
+  return dispatch(out.device(), cpu::randint, cuda::randint, out, gen.reserve(randint_counters(out.numel())), low, high);
 }
 
 TensorOptions like(const Tensor& t, const TensorOptions& options) {

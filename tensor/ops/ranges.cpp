@@ -86,7 +86,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     size = static_cast<int64_t>(size_d);
   }
   Tensor out = detail::create("tandem::arange", {size}, options.dtype(dt), loc);
-  dispatch(out.device(), cpu::arange, gpu::arange, out, start, step);
+  dispatch(out.device(), cpu::arange, cuda::arange, out, start, step);
   return detail::finish_factory(out, options.dtype(dt));
 }
 
@@ -103,7 +103,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   check_fits("linspace", start, dt);
   check_fits("linspace", end, dt);
   Tensor out = detail::create("tandem::linspace", {steps}, options.dtype(dt), loc);
-  dispatch(out.device(), cpu::linspace, gpu::linspace, out, start, end);
+  dispatch(out.device(), cpu::linspace, cuda::linspace, out, start, end);
   return detail::finish_factory(out, options.dtype(dt));
 }
 
@@ -113,7 +113,7 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& options, SourceLoc loc) {
   TANDEM_CHECK(n >= 0, ValueError, "n must be greater or equal to 0, got ", n);
   TANDEM_CHECK(m >= 0, ValueError, "m must be greater or equal to 0, got ", m);
   Tensor out = detail::create("tandem::eye", {n, m}, options, loc);
-  dispatch(out.device(), cpu::eye, gpu::eye, out);
+  dispatch(out.device(), cpu::eye, cuda::eye, out);
   return detail::finish_factory(out, options);
 }
 

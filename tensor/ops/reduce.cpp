@@ -79,13 +79,13 @@ void record_reduction(Recorder& rec, const ReduceShape& r, bool keepdim, const R
 Tensor reduce_op(ReduceOp op, const char* name, const Tensor& in, const ReduceShape& r, const Origin& origin,
                  const ReduceParams& params = {}) {
   Tensor out = detail::make_result(r.out, in.dtype(), in.device(), Origin::computed(name, origin));
-  dispatch(in.device(), cpu::reduce, gpu::reduce, op, keepdim_view(out, r), in, params);
+  dispatch(in.device(), cpu::reduce, cuda::reduce, op, keepdim_view(out, r), in, params);
   return out;
 }
 
 // values may be undefined (argmax, argmin).
 void run_arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in) {
-  return dispatch(in.device(), cpu::arg_reduce, gpu::arg_reduce, is_max, values, indices, in);
+  return dispatch(in.device(), cpu::arg_reduce, cuda::arg_reduce, is_max, values, indices, in);
 }
 
 // Integers and bool sum and multiply to int64, as torch.
@@ -203,7 +203,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool
   Recorder rec(log ? GradOp::LogSoftmax : GradOp::Softmax, {x});
   Tensor in = x.to(dt).contiguous();
   Tensor out = detail::make_result(x.sizes(), dt, x.device(), Origin::computed(name, x.origin()));
-  dispatch(x.device(), cpu::softmax, gpu::softmax, out, in, d, log);
+  dispatch(x.device(), cpu::softmax, cuda::softmax, out, in, d, log);
   if (rec) {
     rec.node().payload = autograd::DimParams{d};  // see record_reduction
     rec.save_output(out);
@@ -341,7 +341,7 @@ Tensor detail::softmax_backward_data(const Tensor& grad, const Tensor& output, i
   const Tensor g = grad.contiguous(), y = output.contiguous();
   Tensor grad_in =
       detail::make_result(output.sizes(), output.dtype(), output.device(), Origin::computed(name, grad.origin()));
-  dispatch(output.device(), cpu::softmax_backward, gpu::softmax_backward, grad_in, g, y, d, log);
+  dispatch(output.device(), cpu::softmax_backward, cuda::softmax_backward, grad_in, g, y, d, log);
   return grad_in;
 }
 

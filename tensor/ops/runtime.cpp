@@ -41,9 +41,9 @@ Device resolve_device(Device device, const char* op) {
     case DeviceType::CUDA: {
       int count = cuda::device_count();
       TANDEM_CHECK(count > 0, DeviceError, op, ": cannot use device '", device.str(), "': CUDA is not available (",
-                   cuda_runtime::unavailable_reason(),
+                   cuda::detail::unavailable_reason(),
                    "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
-      int index = device.has_index() ? device.index() : gpu::current_device();
+      int index = device.has_index() ? device.index() : cuda::current_device();
       TANDEM_CHECK(index < count, DeviceError, op, ": invalid device '", device.str(), "': there ",
                    count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s",
                    " (cuda:0 to cuda:", count - 1, ")");
@@ -56,7 +56,7 @@ Device resolve_device(Device device, const char* op) {
 void check_pinning_possible(const char* op) {
   TANDEM_CHECK(cuda::is_available(), DeviceError, op,
                ": pinned memory is page-locked host memory for fast copies to a GPU, and CUDA is not available (",
-               cuda_runtime::unavailable_reason(),
+               cuda::detail::unavailable_reason(),
                "). Leave pin_memory off on this machine, or set TANDEM_EMULATE_CUDA=1 to emulate a device");
 }
 
@@ -65,12 +65,12 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
     case DeviceType::CPU:
       if (pinned) {
         check_pinning_possible("pin_memory");
-        return gpu::allocate_pinned(nbytes);
+        return cuda::detail::allocate_pinned(nbytes);
       }
       return std::make_shared<Storage>(host_alloc(nbytes), nbytes, device, [](void* q) { std::free(q); });
     case DeviceType::CUDA:
       TANDEM_INTERNAL_ASSERT(device.has_index(), "allocate_storage needs a resolved device");
-      return gpu::allocate_device(device.index(), nbytes);
+      return cuda::detail::allocate_device(device.index(), nbytes);
   }
   return nullptr;
 }
@@ -78,7 +78,7 @@ std::shared_ptr<Storage> allocate_storage(Device device, size_t nbytes, bool pin
 namespace {
 
 // The cuda device of a copy's stream, and the stream: the current one there.
-gpu::StreamRef copy_stream(Device d) { return gpu::current_stream(d.index()); }
+cuda::detail::StreamRef copy_stream(Device d) { return cuda::detail::current_stream(d.index()); }
 
 }  // namespace
 
@@ -87,16 +87,16 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (nbytes == 0) return;
   bool dst_host = backend_of(dst_device) == Backend::CPU;
   bool src_host = backend_of(src_device) == Backend::CPU;
-  using cuda_runtime::CopyKind;
+  using cuda::detail::CopyKind;
   if (dst_host && src_host) {
     std::memcpy(dst, src, nbytes);
     return;
   }
   if (!dst_host && !src_host && dst_device != src_device) {
     // Between two GPUs: both sides' queued work first, then a peer copy.
-    cuda_runtime::stream_synchronize(src_device.index(), copy_stream(src_device).handle);
-    cuda_runtime::stream_synchronize(dst_device.index(), copy_stream(dst_device).handle);
-    cuda_runtime::memcpy(dst, dst_device.index(), src, src_device.index(), nbytes, CopyKind::DeviceToDevice);
+    cuda::detail::stream_synchronize(src_device.index(), copy_stream(src_device).handle);
+    cuda::detail::stream_synchronize(dst_device.index(), copy_stream(dst_device).handle);
+    cuda::detail::memcpy(dst, dst_device.index(), src, src_device.index(), nbytes, CopyKind::DeviceToDevice);
     return;
   }
   // Every copy that touches one GPU is queued on that device's current
@@ -104,18 +104,18 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   // asynchronous only when asked and when the host side is pinned: a
   // pageable buffer may be freed or reused as soon as we return.
   Device gpu_device = dst_host ? src_device : dst_device;
-  gpu::StreamRef stream = copy_stream(gpu_device);
+  cuda::detail::StreamRef stream = copy_stream(gpu_device);
   CopyKind kind = dst_host ? CopyKind::DeviceToHost : src_host ? CopyKind::HostToDevice : CopyKind::DeviceToDevice;
-  cuda_runtime::memcpy_async(dst, src, nbytes, kind, gpu_device.index(), stream.handle);
+  cuda::detail::memcpy_async(dst, src, nbytes, kind, gpu_device.index(), stream.handle);
   if (kind == CopyKind::DeviceToDevice) return;  // ordered on the stream like any kernel
   const Storage* host = dst_host ? dst_storage : src_storage;
   bool async = non_blocking && host != nullptr && host->is_pinned();
   if (async) {
-    gpu::record_pinned_use(host->data(), stream);
+    cuda::detail::record_pinned_use(host->data(), stream);
     const Storage* device_side = dst_host ? src_storage : dst_storage;
-    if (device_side != nullptr) gpu::record_stream(gpu_device.index(), device_side->data(), stream);
+    if (device_side != nullptr) cuda::detail::record_stream(gpu_device.index(), device_side->data(), stream);
   } else {
-    cuda_runtime::stream_synchronize(gpu_device.index(), stream.handle);
+    cuda::detail::stream_synchronize(gpu_device.index(), stream.handle);
   }
 }
 

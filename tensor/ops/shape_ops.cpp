@@ -78,7 +78,7 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, const char* op)
       // copy); mixed dtypes take the converting copy_ below.
       bool same_dtype = std::all_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.dtype() == dt; });
       if (same_dtype) {
-        gpu::cat(out, tensors, dim);
+        cuda::cat(out, tensors, dim);
         return out;
       }
       break;
