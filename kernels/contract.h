@@ -30,24 +30,24 @@
 // its front end), declared the same way.
 #if TANDEM_WITH_CUDA
 #define TANDEM_CUDA_KERNELS(LIST) \
-  namespace tandem::cuda {         \
+  namespace tandem::cuda {        \
   LIST(TANDEM_KERNEL_DECLARE)     \
   }
 #define TANDEM_KERNELS(LIST)  \
   namespace tandem::cpu {     \
   LIST(TANDEM_KERNEL_DECLARE) \
   }                           \
-  namespace tandem::cuda {     \
+  namespace tandem::cuda {    \
   LIST(TANDEM_KERNEL_DECLARE) \
   }
 #else
-#define TANDEM_CUDA_KERNELS(LIST)                                                                                \
+#define TANDEM_CUDA_KERNELS(LIST)                                                                                 \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::cuda{ \
       LIST(TANDEM_KERNEL_WITHOUT_CUDA)} _Pragma("GCC diagnostic pop")
-#define TANDEM_KERNELS(LIST)                                                                                     \
-  namespace tandem::cpu {                                                                                        \
-  LIST(TANDEM_KERNEL_DECLARE)                                                                                    \
-  }                                                                                                              \
+#define TANDEM_KERNELS(LIST)                                                                                      \
+  namespace tandem::cpu {                                                                                         \
+  LIST(TANDEM_KERNEL_DECLARE)                                                                                     \
+  }                                                                                                               \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"") namespace tandem::cuda{ \
       LIST(TANDEM_KERNEL_WITHOUT_CUDA)} _Pragma("GCC diagnostic pop")
 #endif

@@ -254,7 +254,8 @@ TEST_CASE("elementwise ops at the vector kernel's vector, pass, block and tail b
       const Tensor probe = empty({n}, TensorOptions(dt).device(kGpu));
       CHECK(takes_vector_kernel<3>({&probe, &a.gpu, &b.gpu}, V) == (n > 1));
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
-        g ? cuda::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha) : cpu::binary(BinaryOp::Add, out, a.cpu, b.cpu, alpha);
+        g ? cuda::binary(BinaryOp::Add, out, a.gpu, b.gpu, alpha)
+          : cpu::binary(BinaryOp::Add, out, a.cpu, b.cpu, alpha);
       });
       compare_op({n}, kBool, [&](bool g, const Tensor& out) {
         g ? cuda::binary(BinaryOp::Lt, out, a.gpu, b.gpu) : cpu::binary(BinaryOp::Lt, out, a.cpu, b.cpu);
@@ -349,7 +350,8 @@ TEST_CASE("copies through the tiled transpose at its tile boundaries, every elem
       const Laid src = lay_out(x, Layout::Transposed), plain = on_both(x);
       INFO(dt << ", " << shape_str(shape));
       compare_op(
-          shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, src.gpu) : cpu::copy(out, src.cpu); }, kExact);
+          shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, src.gpu) : cpu::copy(out, src.cpu); },
+          kExact);
       compare_op(
           shape, dt, [&](bool g, const Tensor& out) { g ? cuda::copy(out, plain.gpu) : cpu::copy(out, plain.cpu); },
           kExact, Layout::Transposed);
@@ -1536,8 +1538,9 @@ TEST_CASE("random fills at the Philox counter and grid-stride boundaries", "[gpu
     const int64_t lo = dt == kBool ? 0 : dt == kUInt8 ? 3 : -50, hi = dt == kBool ? 2 : dt == kUInt8 ? 250 : 70;
     for (int64_t n : sizes_for(2, dt == kInt64)) {
       INFO("randint " << dt << " [" << lo << ", " << hi << "), n " << n);
-      compare_op({n}, dt,
-                 [&](bool g, const Tensor& out) { g ? cuda::randint(out, st, lo, hi) : cpu::randint(out, st, lo, hi); });
+      compare_op({n}, dt, [&](bool g, const Tensor& out) {
+        g ? cuda::randint(out, st, lo, hi) : cpu::randint(out, st, lo, hi);
+      });
     }
   }
   // normal: CUDA's double log and cos are within an ulp or two of glibc's,
@@ -1583,8 +1586,9 @@ TEST_CASE("arange, linspace and eye at the grid-stride boundaries", "[gpu][bound
       // wraps past 255, as a conversion to it does.
       const Scalar start = dt == kUInt8 ? Scalar(0) : Scalar(-7);
       const Scalar step = is_floating_point(dt) ? Scalar(0.015625) : dt == kUInt8 ? Scalar(1) : Scalar(3);
-      compare_op({n}, dt,
-                 [&](bool g, const Tensor& out) { g ? cuda::arange(out, start, step) : cpu::arange(out, start, step); });
+      compare_op({n}, dt, [&](bool g, const Tensor& out) {
+        g ? cuda::arange(out, start, step) : cpu::arange(out, start, step);
+      });
       compare_op({n}, dt, [&](bool g, const Tensor& out) {
         g ? cuda::linspace(out, Scalar(2), Scalar(200)) : cpu::linspace(out, Scalar(2), Scalar(200));
       });

@@ -521,10 +521,11 @@ std::string memory_summary(int device) {
     rule('-');
   };
   rule('=');
-  line(tandem::detail::str_cat("Tandem CUDA memory summary, device cuda:", device, " (", allocator(device).describe(), ")"));
+  line(tandem::detail::str_cat("Tandem CUDA memory summary, device cuda:", device, " (", allocator(device).describe(),
+                               ")"));
   rule('-');
   line(tandem::detail::str_cat("device allocations: ", s.num_device_alloc, " | frees: ", s.num_device_free,
-                       " | retries after freeing the cache: ", s.num_alloc_retries, " | OOMs: ", s.num_ooms));
+                               " | retries after freeing the cache: ", s.num_alloc_retries, " | OOMs: ", s.num_ooms));
   rule('=');
   line(row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
   rule('-');

@@ -23,9 +23,9 @@ inline void check_cuda(cudaError_t err, const char* call, const char* file, int 
 #define TANDEM_CUDA_KERNEL_LAUNCH_CHECK() \
   ::tandem::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
 // cuBLAS status codes are ints here so that this header does not pull in cublas_api.h.
-#define TANDEM_CUBLAS_CHECK(call)                                                          \
-  do {                                                                                     \
-    int tandem_cublas_status_ = static_cast<int>(call);                                    \
-    if (tandem_cublas_status_ != 0)                                                        \
+#define TANDEM_CUBLAS_CHECK(call)                                                           \
+  do {                                                                                      \
+    int tandem_cublas_status_ = static_cast<int>(call);                                     \
+    if (tandem_cublas_status_ != 0)                                                         \
       ::tandem::cuda::throw_cublas_error(tandem_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -9,8 +9,8 @@ namespace tandem::cuda {
 void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
   char detail[512] = {0};
   cudnnGetLastErrorString(detail, sizeof detail);
-  throw CudaError(tandem::detail::str_cat("cuDNN error: ", cudnnGetErrorString(status), " (", static_cast<int>(status), ") in ",
-                                  call, " at ", file, ":", line, detail[0] != 0 ? ": " : "", detail));
+  throw CudaError(tandem::detail::str_cat("cuDNN error: ", cudnnGetErrorString(status), " (", static_cast<int>(status),
+                                          ") in ", call, " at ", file, ":", line, detail[0] != 0 ? ": " : "", detail));
 }
 
 cudnnHandle_t cudnn_handle(int device, cudaStream_t stream) {

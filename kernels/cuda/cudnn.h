@@ -19,9 +19,9 @@ cudnnHandle_t cudnn_handle(int device, cudaStream_t stream);
 
 }  // namespace tandem::cuda
 
-#define TANDEM_CUDNN_CHECK(call)                                                         \
-  do {                                                                                   \
-    const cudnnStatus_t tandem_cudnn_status_ = (call);                                   \
-    if (tandem_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                    \
+#define TANDEM_CUDNN_CHECK(call)                                                          \
+  do {                                                                                    \
+    const cudnnStatus_t tandem_cudnn_status_ = (call);                                    \
+    if (tandem_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                     \
       ::tandem::cuda::throw_cudnn_error(tandem_cudnn_status_, #call, __FILE__, __LINE__); \
   } while (0)

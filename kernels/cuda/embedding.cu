@@ -129,8 +129,9 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
   if (n == 0) return;
   // Indices were checked by the front end (tensor/ops/norm.cpp).
   const std::shared_ptr<Storage> counts =
-      scale_grad_by_freq ? detail::allocate_device(device, std::max<size_t>(static_cast<size_t>(num) * sizeof(unsigned int), 1))
-                         : nullptr;
+      scale_grad_by_freq
+          ? detail::allocate_device(device, std::max<size_t>(static_cast<size_t>(num) * sizeof(unsigned int), 1))
+          : nullptr;
   unsigned int* count = counts ? static_cast<unsigned int*>(counts->data()) : nullptr;
   dispatch_index(indices.dtype(), "embedding_backward (cuda)", [&]<typename I>() {
     const I* idx = indices.data_ptr<I>();

@@ -380,7 +380,8 @@ void foreach_norm(const std::vector<Tensor>& tensors, double p, const Tensor& ou
     for_each_list<1, int32_t>({&tensors}, slot, [&](const auto& l, int64_t blocks) {
       // The partials go back to the allocator when this returns; the block is
       // reused only by work queued after these kernels on the same stream.
-      std::shared_ptr<Storage> workspace = detail::allocate_device(device, static_cast<size_t>(blocks) * sizeof(double));
+      std::shared_ptr<Storage> workspace =
+          detail::allocate_device(device, static_cast<size_t>(blocks) * sizeof(double));
       double* partials = static_cast<double*>(workspace->data());
       launch_list(l, blocks, NormChunkBody<T>{ops, partials}, stream);
       TANDEM_LAUNCH(static_cast<unsigned>(l.count), kThreads, 0, stream,

@@ -303,7 +303,8 @@ void launch_reduce(const ReduceLayout& layout, const Tensor& in, const Ops& ops,
   ReduceArgs<T, Ops, Writer> args{layout, launch, x, ops, write, nullptr};
   std::shared_ptr<Storage> workspace;
   if (launch.splits > 1) {
-    workspace = detail::allocate_device(device, static_cast<size_t>(launch.splits * layout.num_outputs) * sizeof(acc_t));
+    workspace =
+        detail::allocate_device(device, static_cast<size_t>(launch.splits * layout.num_outputs) * sizeof(acc_t));
     args.partials = static_cast<acc_t*>(workspace->data());
   }
   const dim3 grid(static_cast<unsigned>(launch.grid_x), static_cast<unsigned>(launch.splits));

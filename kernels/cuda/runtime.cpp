@@ -22,14 +22,14 @@ namespace tandem::cuda {
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
   cudaGetLastError();  // clear the error, so that the next call does not report it again
-  throw CudaError(tandem::detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ", call,
-                                  " at ", file, ":", line));
+  throw CudaError(tandem::detail::str_cat("CUDA error: ", cudaGetErrorString(err), " (", cudaGetErrorName(err), ") in ",
+                                          call, " at ", file, ":", line));
 }
 
 void throw_cublas_error(int status, const char* call, const char* file, int line) {
-  throw CudaError(tandem::detail::str_cat("cuBLAS error: ", cublasGetStatusString(static_cast<cublasStatus_t>(status)), " (",
-                                  cublasGetStatusName(static_cast<cublasStatus_t>(status)), ") in ", call, " at ", file,
-                                  ":", line));
+  throw CudaError(tandem::detail::str_cat("cuBLAS error: ", cublasGetStatusString(static_cast<cublasStatus_t>(status)),
+                                          " (", cublasGetStatusName(static_cast<cublasStatus_t>(status)), ") in ", call,
+                                          " at ", file, ":", line));
 }
 
 int multiprocessor_count(int device) {
@@ -110,7 +110,7 @@ void* malloc_pinned(size_t nbytes) {
   if (err == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     throw OutOfMemoryError(tandem::detail::str_cat("pin_memory: cannot allocate ", nbytes,
-                                           " bytes of pinned host memory (cudaHostAlloc: out of memory)"));
+                                                   " bytes of pinned host memory (cudaHostAlloc: out of memory)"));
   }
   TANDEM_CUDA_CHECK(err);
   return ptr;

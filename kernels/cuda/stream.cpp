@@ -75,8 +75,8 @@ int checked_device(int device, const char* op) {
                "). Use the cpu device, or set TANDEM_EMULATE_CUDA=1 to emulate one");
   if (device == -1) device = current_device();
   TANDEM_CHECK(device >= 0 && device < count, DeviceError, op, ": invalid device ", device, " (there ",
-               count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s", ", cuda:0 to cuda:", count - 1,
-               ")");
+               count == 1 ? "is " : "are ", count, " CUDA device", count == 1 ? "" : "s",
+               ", cuda:0 to cuda:", count - 1, ")");
   return device;
 }
 

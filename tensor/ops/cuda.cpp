@@ -67,8 +67,12 @@ void Stream::wait_stream(const Stream& other) const {
 
 std::string Stream::str() const { return tandem::detail::str_cat("Stream(device=cuda:", device_, ", id=", id_, ")"); }
 
-Stream current_stream(int device) { return from_ref(cuda::detail::current_stream(checked_device(device, "current_stream"))); }
-Stream default_stream(int device) { return from_ref(cuda::detail::default_stream(checked_device(device, "default_stream"))); }
+Stream current_stream(int device) {
+  return from_ref(cuda::detail::current_stream(checked_device(device, "current_stream")));
+}
+Stream default_stream(int device) {
+  return from_ref(cuda::detail::default_stream(checked_device(device, "default_stream")));
+}
 Stream get_stream_from_pool(int device) {
   return from_ref(cuda::detail::stream_from_pool(checked_device(device, "get_stream_from_pool")));
 }
@@ -148,16 +152,20 @@ float Event::elapsed_time(const Event& end) const {
 // ---------------------------------------------------------------- memory
 
 size_t memory_allocated(int device) {
-  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "memory_allocated")).allocated_bytes[0].current);
+  return static_cast<size_t>(
+      cuda::detail::memory_stats(checked_device(device, "memory_allocated")).allocated_bytes[0].current);
 }
 size_t max_memory_allocated(int device) {
-  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "max_memory_allocated")).allocated_bytes[0].peak);
+  return static_cast<size_t>(
+      cuda::detail::memory_stats(checked_device(device, "max_memory_allocated")).allocated_bytes[0].peak);
 }
 size_t memory_reserved(int device) {
-  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "memory_reserved")).reserved_bytes[0].current);
+  return static_cast<size_t>(
+      cuda::detail::memory_stats(checked_device(device, "memory_reserved")).reserved_bytes[0].current);
 }
 size_t max_memory_reserved(int device) {
-  return static_cast<size_t>(cuda::detail::memory_stats(checked_device(device, "max_memory_reserved")).reserved_bytes[0].peak);
+  return static_cast<size_t>(
+      cuda::detail::memory_stats(checked_device(device, "max_memory_reserved")).reserved_bytes[0].peak);
 }
 void reset_peak_memory_stats(int device) {
   cuda::detail::reset_peak_memory_stats(checked_device(device, "reset_peak_memory_stats"));
@@ -165,7 +173,9 @@ void reset_peak_memory_stats(int device) {
 std::map<std::string, int64_t> memory_stats(int device) {
   return cuda::detail::memory_stats_map(checked_device(device, "memory_stats"));
 }
-std::string memory_summary(int device) { return cuda::detail::memory_summary(checked_device(device, "memory_summary")); }
+std::string memory_summary(int device) {
+  return cuda::detail::memory_summary(checked_device(device, "memory_summary"));
+}
 
 void empty_cache() {
   for (int d = 0; d < device_count(); ++d) cuda::detail::empty_cache(d);
@@ -206,7 +216,8 @@ void Tensor::record_stream(const cuda::Stream& stream) const {
   TANDEM_CHECK(is_cuda() && device().index() == stream.device_index(), DeviceError, "record_stream: the tensor is on ",
                device().str(), " but the stream is on ", stream.device().str());
   if (storage()->nbytes() == 0) return;
-  cuda::detail::record_stream(stream.device_index(), storage()->data(), {stream.device_index(), stream.id(), stream.handle()});
+  cuda::detail::record_stream(stream.device_index(), storage()->data(),
+                              {stream.device_index(), stream.id(), stream.handle()});
 }
 
 }  // namespace tandem

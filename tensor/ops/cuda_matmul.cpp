@@ -15,5 +15,4 @@ std::atomic<bool> allow_tf32{false};
 void set_matmul_allow_tf32(bool allow) { allow_tf32.store(allow, std::memory_order_relaxed); }
 bool matmul_allow_tf32() { return allow_tf32.load(std::memory_order_relaxed); }
 
-
 }  // namespace tandem::cuda

@@ -156,7 +156,8 @@ void fill_normal(const Tensor& out, Generator& gen, double mean, double std) {
 }
 
 void fill_randint(const Tensor& out, Generator& gen, int64_t low, int64_t high) {
-  return dispatch(out.device(), cpu::randint, cuda::randint, out, gen.reserve(randint_counters(out.numel())), low, high);
+  return dispatch(out.device(), cpu::randint, cuda::randint, out, gen.reserve(randint_counters(out.numel())), low,
+                  high);
 }
 
 TensorOptions like(const Tensor& t, const TensorOptions& options) {
