@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/interrupt.h"
 #include "nn/checkpoint.h"
+#include "nn/serialize_private.h"
 #include "tensor/core/errors.h"
 #include "tensor/ops/random.h"
 
@@ -19,7 +21,7 @@ constexpr std::string_view kPositionKey = "tandem.train.position";
 // 64-bit seeds and offsets go as decimal strings (JSON integers here stop at INT64_MAX).
 json::Value u64(uint64_t v) { return json::Value(std::to_string(v)); }
 uint64_t get_u64(const json::Value& v, std::string_view key) {
-  const std::string& s = v.at(key).as_string();
+  const std::string& s = json::as_string(json::at(v, key));
   size_t used = 0;
   uint64_t x = std::stoull(s, &used);
   TANDEM_CHECK(used == s.size(), ValueError, "'", key, "' is not an unsigned integer: ", s);
@@ -39,33 +41,33 @@ auto reading(const std::string& source, std::string_view key, F&& f) {
 }  // namespace
 
 json::Value RunConfig::to_json() const {
-  return json::Object{{"model", model},
-                      {"epochs", epochs},
-                      {"batch_size", batch_size},
-                      {"lr", lr},
-                      {"optimizer", optimizer},
-                      {"schedule", schedule},
-                      {"seed", u64(seed)},
-                      {"data", data},
-                      {"train_examples", train_examples},
-                      {"test_examples", test_examples},
-                      {"threads", threads}};
+  return {{"model", model},
+          {"epochs", epochs},
+          {"batch_size", batch_size},
+          {"lr", lr},
+          {"optimizer", optimizer},
+          {"schedule", schedule},
+          {"seed", u64(seed)},
+          {"data", data},
+          {"train_examples", train_examples},
+          {"test_examples", test_examples},
+          {"threads", threads}};
 }
 
 RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) {
   return reading(source, kConfigKey, [&] {
     RunConfig c;
-    c.model = v.at("model").as_string();
-    c.epochs = v.at("epochs").as_int();
-    c.batch_size = v.at("batch_size").as_int();
-    c.lr = v.at("lr").as_double();
-    c.optimizer = v.at("optimizer").as_string();
-    c.schedule = v.at("schedule").as_string();
+    c.model = json::as_string(json::at(v, "model"));
+    c.epochs = json::as_int(json::at(v, "epochs"));
+    c.batch_size = json::as_int(json::at(v, "batch_size"));
+    c.lr = json::as_double(json::at(v, "lr"));
+    c.optimizer = json::as_string(json::at(v, "optimizer"));
+    c.schedule = json::as_string(json::at(v, "schedule"));
     c.seed = get_u64(v, "seed");
-    c.data = v.at("data").as_string();
-    c.train_examples = v.at("train_examples").as_int();
-    c.test_examples = v.at("test_examples").as_int();
-    c.threads = v.contains("threads") ? v.at("threads").as_int() : 0;
+    c.data = json::as_string(json::at(v, "data"));
+    c.train_examples = json::as_int(json::at(v, "train_examples"));
+    c.test_examples = json::as_int(json::at(v, "test_examples"));
+    c.threads = v.contains("threads") ? json::as_int(json::at(v, "threads")) : 0;
     TANDEM_CHECK(c.model == "mlp" || c.model == "cnn", ValueError, "unknown model '", c.model, "'");
     TANDEM_CHECK(c.epochs > 0 && c.batch_size > 0, ValueError, "epochs and batch_size must be positive");
     return c;
@@ -73,18 +75,18 @@ RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) 
 }
 
 json::Value Position::to_json() const {
-  json::Value v = json::Object{{"epochs_done", epochs_done},
-                               {"steps_in_epoch", steps_in_epoch},
-                               {"loss_sum", loss_sum},
-                               {"correct", correct},
-                               {"seen", seen},
-                               {"elapsed_s", elapsed_s},
-                               {"wait_s", wait_s},
-                               {"cpu_seed", u64(cpu_seed)},
-                               {"cpu_offset", u64(cpu_offset)}};
+  json::Value v = {{"epochs_done", epochs_done},
+                   {"steps_in_epoch", steps_in_epoch},
+                   {"loss_sum", loss_sum},
+                   {"correct", correct},
+                   {"seen", seen},
+                   {"elapsed_s", elapsed_s},
+                   {"wait_s", wait_s},
+                   {"cpu_seed", u64(cpu_seed)},
+                   {"cpu_offset", u64(cpu_offset)}};
   if (cuda_generator) {
-    v.set("cuda_seed", u64(cuda_generator->first));
-    v.set("cuda_offset", u64(cuda_generator->second));
+    v["cuda_seed"] = u64(cuda_generator->first);
+    v["cuda_offset"] = u64(cuda_generator->second);
   }
   return v;
 }
@@ -92,13 +94,13 @@ json::Value Position::to_json() const {
 Position Position::from_json(const json::Value& v, const std::string& source) {
   return reading(source, kPositionKey, [&] {
     Position p;
-    p.epochs_done = v.at("epochs_done").as_int();
-    p.steps_in_epoch = v.at("steps_in_epoch").as_int();
-    p.loss_sum = v.at("loss_sum").as_double();
-    p.correct = v.at("correct").as_int();
-    p.seen = v.at("seen").as_int();
-    p.elapsed_s = v.at("elapsed_s").as_double();
-    p.wait_s = v.at("wait_s").as_double();
+    p.epochs_done = json::as_int(json::at(v, "epochs_done"));
+    p.steps_in_epoch = json::as_int(json::at(v, "steps_in_epoch"));
+    p.loss_sum = json::as_double(json::at(v, "loss_sum"));
+    p.correct = json::as_int(json::at(v, "correct"));
+    p.seen = json::as_int(json::at(v, "seen"));
+    p.elapsed_s = json::as_double(json::at(v, "elapsed_s"));
+    p.wait_s = json::as_double(json::at(v, "wait_s"));
     p.cpu_seed = get_u64(v, "cpu_seed");
     p.cpu_offset = get_u64(v, "cpu_offset");
     if (v.contains("cuda_seed")) p.cuda_generator = {get_u64(v, "cuda_seed"), get_u64(v, "cuda_offset")};
@@ -134,8 +136,8 @@ void save_run(const std::string& path, const nn::Module& model, const optim::Opt
   nn::add_to_checkpoint(ckpt, optimizer);
   if (scheduler != nullptr) nn::add_to_checkpoint(ckpt, *scheduler);
   ckpt.set_int(nn::Checkpoint::kEpoch, position.epochs_done);
-  ckpt.set_json(kConfigKey, config.to_json());
-  ckpt.set_json(kPositionKey, position.to_json());
+  nn::set_json(ckpt, kConfigKey, config.to_json());
+  nn::set_json(ckpt, kPositionKey, position.to_json());
   CriticalSection hold_ctrl_c;
   ckpt.save(path);
 }
@@ -162,8 +164,8 @@ RunCheckpoint read_run(const std::string& path, Device map_location) {
   TANDEM_CHECK(r.checkpoint.contains(kConfigKey) && r.checkpoint.contains(kPositionKey), SerializationError, path,
                ": a Tandem checkpoint, but not one tandem train wrote (it has no '", kConfigKey,
                "' entry), so the model it holds is unknown");
-  r.config = RunConfig::from_json(r.checkpoint.get_json(kConfigKey), path);
-  r.position = Position::from_json(r.checkpoint.get_json(kPositionKey), path);
+  r.config = RunConfig::from_json(nn::get_json(r.checkpoint, kConfigKey), path);
+  r.position = Position::from_json(nn::get_json(r.checkpoint, kPositionKey), path);
   return r;
 }
 

@@ -16,6 +16,7 @@
 #include "nn/serialize.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
+#include "tensor/io/json_private.h"
 
 namespace tandem::cli {
 

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/common.h"
@@ -144,7 +145,7 @@ void trim_metrics(const std::string& path, int64_t epochs_done) {
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     try {
-      if (json::parse(line).at("epoch").as_int() > epochs_done) continue;
+      if (json::as_int(json::at(json::parse(line), "epoch")) > epochs_done) continue;
     } catch (const Error&) {
       continue;  // a damaged line is dropped, not copied on
     }
@@ -438,24 +439,24 @@ int run_train(TrainOptions o) {
     pos.epochs_done = epoch + 1;
     pos.capture_generators(device);
     if (!o.out.empty()) {
-      json::Value m = json::Object{{"epoch", epoch + 1},
-                                   {"epochs", c.epochs},
-                                   {"model", c.model},
-                                   {"device", device.str()},
-                                   {"train_loss", number(train_loss)},
-                                   {"train_accuracy", number(train_acc)},
-                                   {"test_loss", number(test.loss)},
-                                   {"test_accuracy", number(test.accuracy())},
-                                   {"epoch_time_s", number(elapsed)},
-                                   {"eval_time_s", number(eval_time)},
-                                   {"samples_per_s", number(rate)},
-                                   {"loader_wait_share", number(share)},
-                                   {"peak_memory_bytes", static_cast<int64_t>(peak)},
-                                   {"lr", number(lr)},
-                                   {"batch_size", c.batch_size},
-                                   {"threads", threads},
-                                   {"workers", workers},
-                                   {"pin_memory", pin}};
+      json::Value m = {{"epoch", epoch + 1},
+                       {"epochs", c.epochs},
+                       {"model", c.model},
+                       {"device", device.str()},
+                       {"train_loss", number(train_loss)},
+                       {"train_accuracy", number(train_acc)},
+                       {"test_loss", number(test.loss)},
+                       {"test_accuracy", number(test.accuracy())},
+                       {"epoch_time_s", number(elapsed)},
+                       {"eval_time_s", number(eval_time)},
+                       {"samples_per_s", number(rate)},
+                       {"loader_wait_share", number(share)},
+                       {"peak_memory_bytes", static_cast<int64_t>(peak)},
+                       {"lr", number(lr)},
+                       {"batch_size", c.batch_size},
+                       {"threads", threads},
+                       {"workers", workers},
+                       {"pin_memory", pin}};
       append_line(metrics_path(o.out), json::dump(m));
       save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, pos);
     }

@@ -1,9 +1,10 @@
 // Optimizer and scheduler state in nn::Checkpoint files.
 #include "nn/checkpoint.h"
 
+#include <nlohmann/json.hpp>
 #include <optional>
 
-#include "tensor/io/json.h"
+#include "nn/serialize_private.h"
 
 namespace tandem::nn {
 
@@ -29,18 +30,13 @@ void check_type(const Checkpoint& checkpoint, std::string_view key, const char* 
 void add_to_checkpoint(Checkpoint& checkpoint, const optim::Optimizer& optimizer) {
   const optim::OptimizerStateDict state = optimizer.state_dict();
   checkpoint.add_indexed_tensors(Checkpoint::kOptimizerStatePrefix, state.state);
-  json::Value groups = json::Array{};
+  json::Value groups = json::Value::array();
   for (const auto& group : state.param_groups) {
-    json::Value options = json::Object{};
-    for (const auto& item : group.options) options.set(item.first, item.second);
-    json::Value params = json::Array{};
-    for (int64_t p : group.params) params.push_back(p);
-    json::Value entry = json::Object{};
-    entry.set("options", std::move(options));
-    entry.set("params", std::move(params));
-    groups.push_back(std::move(entry));
+    json::Value options = json::Value::object();
+    for (const auto& item : group.options) json::append_member(options, item.first, item.second);
+    groups.push_back({{"options", std::move(options)}, {"params", group.params}});
   }
-  checkpoint.set_json(Checkpoint::kOptimizerParamGroups, groups);
+  set_json(checkpoint, Checkpoint::kOptimizerParamGroups, groups);
   checkpoint.set(kOptimizerType, optimizer.name());
 }
 
@@ -51,12 +47,14 @@ namespace {
 optim::OptimizerStateDict read_optimizer_state(const Checkpoint& checkpoint) {
   optim::OptimizerStateDict state;
   state.state = checkpoint.indexed_tensors(Checkpoint::kOptimizerStatePrefix);
-  const json::Value groups = checkpoint.get_json(Checkpoint::kOptimizerParamGroups);
+  const json::Value groups = get_json(checkpoint, Checkpoint::kOptimizerParamGroups);
   try {
-    for (const json::Value& entry : groups.as_array()) {
+    for (const json::Value& entry : json::as_array(groups)) {
       optim::OptimizerStateDict::Group group;
-      for (const auto& [key, value] : entry.at("options").as_object()) group.options.insert(key, value.as_double());
-      for (const json::Value& p : entry.at("params").as_array()) group.params.push_back(p.as_int());
+      for (const auto& [key, value] : json::as_object(json::at(entry, "options")).items()) {
+        group.options.insert(key, json::as_double(value));
+      }
+      for (const json::Value& p : json::as_array(json::at(entry, "params"))) group.params.push_back(json::as_int(p));
       state.param_groups.push_back(std::move(group));
     }
   } catch (const Error& e) {
@@ -68,13 +66,15 @@ optim::OptimizerStateDict read_optimizer_state(const Checkpoint& checkpoint) {
 }
 
 optim::LRSchedulerState read_scheduler_state(const Checkpoint& checkpoint) {
-  const json::Value all = checkpoint.get_json(Checkpoint::kScheduler);
+  const json::Value all = get_json(checkpoint, Checkpoint::kScheduler);
   optim::LRSchedulerState state;
   try {
-    for (const auto& [key, value] : all.at("values").as_object()) state.values.insert(key, value.as_double());
-    for (const auto& [key, list] : all.at("lists").as_object()) {
+    for (const auto& [key, value] : json::as_object(json::at(all, "values")).items()) {
+      state.values.insert(key, json::as_double(value));
+    }
+    for (const auto& [key, list] : json::as_object(json::at(all, "lists")).items()) {
       std::vector<double> values;
-      for (const json::Value& v : list.as_array()) values.push_back(v.as_double());
+      for (const json::Value& v : json::as_array(list)) values.push_back(json::as_double(v));
       state.lists.insert(key, std::move(values));
     }
   } catch (const Error& e) {
@@ -93,18 +93,11 @@ void load_from_checkpoint(const Checkpoint& checkpoint, optim::Optimizer& optimi
 
 void add_to_checkpoint(Checkpoint& checkpoint, const optim::LRScheduler& scheduler) {
   const optim::LRSchedulerState state = scheduler.state_dict();
-  json::Value values = json::Object{};
-  for (const auto& item : state.values) values.set(item.first, item.second);
-  json::Value lists = json::Object{};
-  for (const auto& item : state.lists) {
-    json::Value list = json::Array{};
-    for (double v : item.second) list.push_back(v);
-    lists.set(item.first, std::move(list));
-  }
-  json::Value all = json::Object{};
-  all.set("values", std::move(values));
-  all.set("lists", std::move(lists));
-  checkpoint.set_json(Checkpoint::kScheduler, all);
+  json::Value values = json::Value::object();
+  for (const auto& item : state.values) json::append_member(values, item.first, item.second);
+  json::Value lists = json::Value::object();
+  for (const auto& item : state.lists) json::append_member(lists, item.first, item.second);
+  set_json(checkpoint, Checkpoint::kScheduler, {{"values", std::move(values)}, {"lists", std::move(lists)}});
   checkpoint.set(kSchedulerType, scheduler.name());
 }
 

@@ -3,7 +3,9 @@
 #include "nn/serialize.h"
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 
+#include "nn/serialize_private.h"
 #include "tensor/io/safetensors.h"
 
 namespace tandem::nn {
@@ -99,8 +101,6 @@ void Checkpoint::set(std::string_view key, std::string value) {
 
 void Checkpoint::set_int(std::string_view key, int64_t value) { set(key, std::to_string(value)); }
 
-void Checkpoint::set_json(std::string_view key, const json::Value& value) { set(key, json::dump(value)); }
-
 bool Checkpoint::contains(std::string_view key) const { return metadata_.find(key) != metadata_.end(); }
 
 const std::string& Checkpoint::get(std::string_view key) const {
@@ -122,15 +122,6 @@ int64_t Checkpoint::get_int(std::string_view key) const {
   return value;
 }
 
-json::Value Checkpoint::get_json(std::string_view key) const {
-  const std::string& text = get(key);
-  try {
-    return json::parse(text);
-  } catch (const json::ParseError& e) {
-    throw SerializationError(detail::str_cat(describe(), ": metadata '", key, "' is not valid JSON: ", e.what()));
-  }
-}
-
 void Checkpoint::save(const std::string& path) const {
   std::map<std::string, std::string> metadata(metadata_.begin(), metadata_.end());
   safetensors::save_file(tensors_, path, metadata);
@@ -150,6 +141,22 @@ Checkpoint Checkpoint::load(const std::string& path, std::optional<Device> map_l
   for (auto& item : file.tensors) ckpt.tensors_.insert(item.first, std::move(item.second));
   for (auto& [k, v] : file.metadata) ckpt.metadata_.insert_or_assign(k, std::move(v));
   return ckpt;
+}
+
+// ---- JSON metadata (nn/serialize_private.h)
+
+void set_json(Checkpoint& checkpoint, std::string_view key, const json::Value& value) {
+  checkpoint.set(key, json::dump(value));
+}
+
+json::Value get_json(const Checkpoint& checkpoint, std::string_view key) {
+  const std::string& text = checkpoint.get(key);
+  try {
+    return json::parse(text);
+  } catch (const json::ParseError& e) {
+    throw SerializationError(
+        detail::str_cat(checkpoint.describe(), ": metadata '", key, "' is not valid JSON: ", e.what()));
+  }
 }
 
 }  // namespace tandem::nn

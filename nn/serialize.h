@@ -19,7 +19,6 @@
 
 #include "nn/module.h"
 #include "tensor/core/ordered_dict.h"
-#include "tensor/io/json.h"
 
 namespace tandem::nn {
 
@@ -59,7 +58,8 @@ LoadStateDictResult load(const std::shared_ptr<M>& module, const std::string& pa
 OrderedDict<std::string, Tensor> load(const std::string& path, std::optional<Device> map_location = std::nullopt);
 
 // A training checkpoint in one safetensors file. Tensors are grouped by
-// prefix and everything else is metadata text (JSON where it has structure):
+// prefix and everything else is metadata text (JSON where it has structure;
+// the public API hands it over as text, so that it names no JSON library):
 //
 //   tensors    "model.<name>"                  the model's state_dict
 //              "optimizer.state.<i>.<name>"    the optimizer's state of parameter i
@@ -110,14 +110,14 @@ class Checkpoint {
   // ---- metadata (strings; set replaces)
   void set(std::string_view key, std::string value);
   void set_int(std::string_view key, int64_t value);
-  void set_json(std::string_view key, const json::Value& value);
   bool contains(std::string_view key) const;
   // An absent key is a KeyError naming the file and the keys present; a value
-  // that is not an integer or not JSON is a SerializationError.
+  // that is not an integer is a SerializationError.
   const std::string& get(std::string_view key) const;
   int64_t get_int(std::string_view key) const;
-  json::Value get_json(std::string_view key) const;
   const std::map<std::string, std::string, std::less<>>& metadata() const { return metadata_; }
+  // "checkpoint 'path'" (or "checkpoint" when made in memory), for messages.
+  std::string describe() const;
 
   // ---- files
   void save(const std::string& path) const;
@@ -128,8 +128,6 @@ class Checkpoint {
   const std::string& source() const { return source_; }
 
  private:
-  std::string describe() const;
-
   OrderedDict<std::string, Tensor> tensors_{"checkpoint tensor"};
   std::map<std::string, std::string, std::less<>> metadata_;
   std::string source_;

@@ -22,7 +22,6 @@
 #include "tensor/core/errors.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/tensor.h"
-#include "tensor/io/json.h"
 #include "tensor/io/safetensors.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/cuda.h"

@@ -1,4 +1,4 @@
-// Checkpoints: the JSON reader and writer (tensor/io/json), safetensors files
+// Checkpoints: Tandem's strict JSON over nlohmann-json (tensor/io/json_private.h), safetensors files
 // (tensor/io/safetensors: round trips of every dtype and layout on every
 // device, the saved device and map_location, a file written by PyTorch's
 // safetensors package, every kind of corrupt file, atomic writes), and
@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "helpers.h"
 #include "nn/serialize.h"
-#include "tensor/io/json.h"
+#include "nn/serialize_private.h"
+#include "tensor/io/json_private.h"
 #include "tensor/io/safetensors.h"
 
 using namespace tandem;
@@ -134,46 +136,47 @@ TEST_CASE("json: parses every kind of value, keeping object order", "[checkpoint
   json::Value v = json::parse(
       " {\"z\": 1, \"a\": [true, false, null, -0, 12.5, -3e2, 1E-3], \"m\": {\"k\": \"v\"}, \"e\": {}, \"ea\": [] }\n");
   REQUIRE(v.is_object());
-  const json::Object& o = v.as_object();
-  REQUIRE(o.size() == 5);
-  CHECK(o[0].first == "z");
-  CHECK(o[1].first == "a");
-  CHECK(o[2].first == "m");
-  CHECK(v.at("z").as_int() == 1);
-  const json::Array& a = v.at("a").as_array();
+  REQUIRE(v.size() == 5);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : v.items()) keys.push_back(key);
+  CHECK(keys[0] == "z");
+  CHECK(keys[1] == "a");
+  CHECK(keys[2] == "m");
+  CHECK(json::as_int(json::at(v, "z")) == 1);
+  const json::Value& a = json::as_array(json::at(v, "a"));
   REQUIRE(a.size() == 7);
-  CHECK(a[0].as_bool());
-  CHECK(!a[1].as_bool());
+  CHECK(json::as_bool(a[0]));
+  CHECK(!json::as_bool(a[1]));
   CHECK(a[2].is_null());
-  CHECK(a[3].is_int());
-  CHECK(a[3].as_int() == 0);
-  CHECK(a[4].as_double() == 12.5);
-  CHECK(a[5].is_double());
-  CHECK(a[5].as_double() == -300.0);
-  CHECK(a[6].as_double() == 0.001);
-  CHECK(v.at("m").at("k").as_string() == "v");
-  CHECK(v.at("e").size() == 0);
-  CHECK(v.at("ea").size() == 0);
-  CHECK(v.find("missing") == nullptr);
-  CHECK(json::parse("1").as_double() == 1.0);  // an integer reads as a double too
+  CHECK(a[3].is_number_integer());
+  CHECK(json::as_int(a[3]) == 0);
+  CHECK(json::as_double(a[4]) == 12.5);
+  CHECK(a[5].is_number_float());
+  CHECK(json::as_double(a[5]) == -300.0);
+  CHECK(json::as_double(a[6]) == 0.001);
+  CHECK(json::as_string(json::at(json::at(v, "m"), "k")) == "v");
+  CHECK(json::at(v, "e").size() == 0);
+  CHECK(json::at(v, "ea").size() == 0);
+  CHECK(!v.contains("missing"));
+  CHECK(json::as_double(json::parse("1")) == 1.0);  // an integer reads as a double too
 }
 
 TEST_CASE("json: integers and doubles at their limits", "[checkpoint][json]") {
-  CHECK(json::parse("9223372036854775807").as_int() == std::numeric_limits<int64_t>::max());
-  CHECK(json::parse("-9223372036854775808").as_int() == std::numeric_limits<int64_t>::min());
-  CHECK(json::parse("1.7976931348623157e308").as_double() == std::numeric_limits<double>::max());
-  CHECK(json::parse("5e-324").as_double() == std::numeric_limits<double>::denorm_min());
-  CHECK(json::parse("1e-400").as_double() == 0.0);  // underflow rounds to zero, as strtod
-  CHECK(std::signbit(json::parse("-0.0").as_double()));
-  CHECK(json::parse("0.1").as_double() == 0.1);
+  CHECK(json::as_int(json::parse("9223372036854775807")) == std::numeric_limits<int64_t>::max());
+  CHECK(json::as_int(json::parse("-9223372036854775808")) == std::numeric_limits<int64_t>::min());
+  CHECK(json::as_double(json::parse("1.7976931348623157e308")) == std::numeric_limits<double>::max());
+  CHECK(json::as_double(json::parse("5e-324")) == std::numeric_limits<double>::denorm_min());
+  CHECK(json::as_double(json::parse("1e-400")) == 0.0);  // underflow rounds to zero, as strtod
+  CHECK(std::signbit(json::as_double(json::parse("-0.0"))));
+  CHECK(json::as_double(json::parse("0.1")) == 0.1);
 }
 
 TEST_CASE("json: string escapes, \\u escapes and UTF-8", "[checkpoint][json]") {
-  CHECK(json::parse(R"("a\"b\\c\/d\be\ff\ng\rh\ti")").as_string() == "a\"b\\c/d\be\ff\ng\rh\ti");
-  CHECK(json::parse(R"("\u0041\u00e9\u20AC")").as_string() == "A\xc3\xa9\xe2\x82\xac");  // A é €
-  CHECK(json::parse(R"("\ud83d\ude00")").as_string() == "\xf0\x9f\x98\x80");             // U+1F600
-  CHECK(json::parse("\"\xc3\xa9\xf0\x9f\x98\x80\"").as_string() == "\xc3\xa9\xf0\x9f\x98\x80");
-  CHECK(json::parse(R"("\u0000")").as_string() == std::string(1, '\0'));
+  CHECK(json::as_string(json::parse(R"("a\"b\\c\/d\be\ff\ng\rh\ti")")) == "a\"b\\c/d\be\ff\ng\rh\ti");
+  CHECK(json::as_string(json::parse(R"("\u0041\u00e9\u20AC")")) == "A\xc3\xa9\xe2\x82\xac");  // A é €
+  CHECK(json::as_string(json::parse(R"("\ud83d\ude00")")) == "\xf0\x9f\x98\x80");             // U+1F600
+  CHECK(json::as_string(json::parse("\"\xc3\xa9\xf0\x9f\x98\x80\"")) == "\xc3\xa9\xf0\x9f\x98\x80");
+  CHECK(json::as_string(json::parse(R"("\u0000")")) == std::string(1, '\0'));
   CHECK(json::is_valid_utf8("plain \xc3\xa9"));
   CHECK(!json::is_valid_utf8("\xff"));
   CHECK(!json::is_valid_utf8("\xc0\xaf"));          // overlong '/'
@@ -183,34 +186,35 @@ TEST_CASE("json: string escapes, \\u escapes and UTF-8", "[checkpoint][json]") {
 }
 
 TEST_CASE("json: writes compact text that reads back the same", "[checkpoint][json]") {
-  json::Value v = json::Object{{"b", 1},
-                               {"a", json::Array{json::Value(true), json::Value(nullptr), json::Value(-2.5)}},
-                               {"s", "q\"\\\n\x01\xc3\xa9"},
-                               {"d", 1.0},
-                               {"big", 1e300},
-                               {"tenth", 0.1},
-                               {"e", json::Object{}}};
+  json::Value v = {{"b", 1},
+                   {"a", json::Value::array({true, nullptr, -2.5})},
+                   {"s", "q\"\\\n\x01\xc3\xa9"},
+                   {"d", 1.0},
+                   {"big", 1e300},
+                   {"tenth", 0.1},
+                   {"e", json::Value::object()}};
   std::string text = json::dump(v);
   CHECK(text == R"({"b":1,"a":[true,null,-2.5],"s":"q\"\\\n\u0001)"
                 "\xc3\xa9"
                 R"(","d":1.0,"big":1e+300,"tenth":0.1,"e":{}})");
   CHECK(json::parse(text) == v);
-  CHECK(json::parse(text).at("d").is_double());  // 1.0 stays a double
-  CHECK(json::dump(json::Value(json::Array{}), 2) == "[]");
-  CHECK(json::dump(json::Object{{"a", json::Array{json::Value(1), json::Value(2)}}}, 2) ==
-        "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+  CHECK(json::at(json::parse(text), "d").is_number_float());  // 1.0 stays a double
+  CHECK(json::dump(json::Value::array(), 2) == "[]");
+  CHECK(json::dump({{"a", {1, 2}}}, 2) == "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
   CHECK(json::quote("x\ty") == "\"x\\ty\"");
   // Every double reads back exactly.
   for (double d : {0.1, 1.0 / 3.0, -1e-310, 123456789.0, 6.02214076e23, -0.0}) {
-    double back = json::parse(json::dump(json::Value(d))).as_double();
+    double back = json::as_double(json::parse(json::dump(json::Value(d))));
     CHECK(std::memcmp(&back, &d, sizeof d) == 0);
   }
-  json::Value o = json::Object{};
-  o.set("x", 1);
-  o.set("y", 2);
-  o.set("x", 3);
+  json::Value o = json::Value::object();
+  o["x"] = 1;
+  o["y"] = 2;
+  o["x"] = 3;
   CHECK(json::dump(o) == R"({"x":3,"y":2})");
-  json::Value arr = json::Array{};
+  json::append_member(o, "z", 4);
+  CHECK(json::dump(o) == R"({"x":3,"y":2,"z":4})");
+  json::Value arr = json::Value::array();
   arr.push_back("s");
   CHECK(json::dump(arr) == R"(["s"])");
 }
@@ -265,7 +269,7 @@ TEST_CASE("json: every parse error names what and where", "[checkpoint][json]") 
     CHECK(e.column() == 3);
     CHECK(e.reason() == "unexpected 'x': expected a value");
   }
-  // Nesting is bounded, so that a hostile header cannot overflow the stack.
+  // Nesting is bounded, so that a hostile header cannot make a tree that deep.
   std::string deep(200, '[');
   REQUIRE_THROWS_WITH(json::parse(deep), Contains("nesting deeper than 128 levels at byte 128"));
   CHECK(json::parse(std::string(100, '[') + std::string(100, ']')).is_array());
@@ -274,24 +278,73 @@ TEST_CASE("json: every parse error names what and where", "[checkpoint][json]") 
   REQUIRE_THROWS_WITH(json::parse("[[[]]]", shallow), Contains("nesting deeper than 2 levels"));
 }
 
+// nlohmann-json's own parser ends the text at a NUL byte, skips a byte order
+// mark, keeps the last of duplicate keys, reads integers past int64 as
+// unsigned or double, and nests without bound: each is refused here.
+TEST_CASE("json: what nlohmann-json alone would take is refused", "[checkpoint][json]") {
+  using namespace std::string_literals;
+  struct Case {
+    std::string text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"{}\0\0\0"s, "JSON: unexpected byte 0x00 after the JSON value at byte 2 (line 1, column 3)"},
+      {"[1]\0]"s, "unexpected byte 0x00 after the JSON value at byte 3"},
+      {"1\0"s, "unexpected byte 0x00 after the JSON value at byte 1"},
+      {"\0"s, "unexpected byte 0x00: expected a value at byte 0"},
+      {"[1\0]"s, "expected ',' or ']' after an array element, got byte 0x00 at byte 2"},
+      {"{\"a\":\0}"s, "unexpected byte 0x00: expected a value at byte 5"},
+      {"\"a\0b\""s, "control character byte 0x00 in a string: write it as an escape at byte 2"},
+      {"\xef\xbb\xbf{}", "unexpected byte 0xef: expected a value at byte 0"},
+      {"{\"a\":{\"b\":1,\"c\":2,\"b\":3}}", "duplicate key \"b\" at byte 18"},
+      {"[{\"a\":1},{\"a\":2,\"\\u0061\":3}]", "duplicate key \"a\" at byte 16"},
+      {"-9223372036854775809", "integer -9223372036854775809 does not fit in a signed 64-bit integer at byte 0"},
+      {"[18446744073709551615]", "integer 18446744073709551615 does not fit in a signed 64-bit integer at byte 1"},
+      {"[0, 100000000000000000000]", "integer 100000000000000000000 does not fit in a signed 64-bit integer at byte 4"},
+      {"[1e400]", "number 1e400 is out of the range of a double at byte 1"},
+      {"[-1e400]", "number -1e400 is out of the range of a double at byte 1"},
+      {"/* c */ 1", "unexpected '/': expected a value at byte 0"},
+      {"[1] // c", "unexpected '/' after the JSON value at byte 4"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    REQUIRE_THROWS_AS(json::parse(c.text), json::ParseError);
+    REQUIRE_THROWS_WITH(json::parse(c.text), Contains(c.message));
+  }
+  // The same keys in different objects, and a key again after its object closed, are fine.
+  CHECK(json::dump(json::parse(R"({"a":{"a":1},"b":{"a":2}})")) == R"({"a":{"a":1},"b":{"a":2}})");
+  // Integers are stored signed, so that they compare equal however they were made.
+  CHECK(json::parse("[5]") == json::Value::array({5}));
+  CHECK(json::parse("5").is_number_integer());
+  CHECK(!json::parse("5").is_number_unsigned());
+}
+
 TEST_CASE("json: typed access and writing errors", "[checkpoint][json]") {
   json::Value i = 3;
-  REQUIRE_THROWS_AS(i.as_string(), ValueError);
-  REQUIRE_THROWS_WITH(i.as_string(), "JSON: expected a string, got an integer");
-  REQUIRE_THROWS_WITH(json::Value("s").as_int(), "JSON: expected an integer, got a string");
-  REQUIRE_THROWS_WITH(json::Value(1.5).as_int(), "JSON: expected an integer, got a number");
-  REQUIRE_THROWS_WITH(json::Value(json::Object{}).as_array(), "JSON: expected an array, got an object");
-  REQUIRE_THROWS_WITH(json::Value(json::Array{}).as_bool(), "JSON: expected a boolean, got an array");
-  REQUIRE_THROWS_WITH(json::Value().as_double(), "JSON: expected a number, got a null");
-  REQUIRE_THROWS_WITH(i.at("k"), "JSON: expected an object, got an integer");
-  REQUIRE_THROWS_AS(json::Value(json::Object{}).at("k"), KeyError);
-  REQUIRE_THROWS_WITH(json::Value(json::Object{}).at("k"), "JSON: the object has no member \"k\"");
+  REQUIRE_THROWS_AS(json::as_string(i), ValueError);
+  REQUIRE_THROWS_WITH(json::as_string(i), "JSON: expected a string, got an integer");
+  REQUIRE_THROWS_WITH(json::as_int(json::Value("s")), "JSON: expected an integer, got a string");
+  REQUIRE_THROWS_WITH(json::as_int(json::Value(1.5)), "JSON: expected an integer, got a number");
+  REQUIRE_THROWS_WITH(json::as_array(json::Value::object()), "JSON: expected an array, got an object");
+  REQUIRE_THROWS_WITH(json::as_bool(json::Value::array()), "JSON: expected a boolean, got an array");
+  REQUIRE_THROWS_WITH(json::as_double(json::Value()), "JSON: expected a number, got a null");
+  REQUIRE_THROWS_WITH(json::at(i, "k"), "JSON: expected an object, got an integer");
+  REQUIRE_THROWS_AS(json::at(json::Value::object(), "k"), KeyError);
+  REQUIRE_THROWS_WITH(json::at(json::Value::object(), "k"), "JSON: the object has no member \"k\"");
   REQUIRE_THROWS_AS(json::dump(std::nan("")), ValueError);
   REQUIRE_THROWS_WITH(json::dump(std::numeric_limits<double>::infinity()),
                       "JSON: cannot write inf: NaN and infinities have no JSON form (store them as strings)");
-  REQUIRE_THROWS_WITH(json::Value(uint64_t{1} << 63),
+  // NaN inside a container too: nlohmann-json would write null.
+  REQUIRE_THROWS_WITH(json::dump({{"a", {1.0, std::nan("")}}}), Contains("JSON: cannot write nan"));
+  // What parse would refuse is not written either.
+  REQUIRE_THROWS_WITH(json::dump(json::Value(uint64_t{1} << 63)),
                       "JSON: integer 9223372036854775808 does not fit in a signed 64-bit integer");
-  CHECK(json::Value(uint64_t{7}).as_int() == 7);
+  REQUIRE_THROWS_WITH(json::as_int(json::Value(uint64_t{1} << 63)),
+                      "JSON: integer 9223372036854775808 does not fit in a signed 64-bit integer");
+  REQUIRE_THROWS_AS(json::dump(json::Value::array({"\xc3"})), ValueError);
+  REQUIRE_THROWS_WITH(json::dump(json::Value::array({"\xc3"})),
+                      "JSON: cannot write the string \"\xc3\": it is not valid UTF-8");
+  CHECK(json::as_int(json::Value(uint64_t{7})) == 7);
 }
 
 // ---------------------------------------------------------------- safetensors
@@ -1023,10 +1076,10 @@ DEVICE_TEST_CASE("nn::Checkpoint: model, optimizer state, scheduler and epoch in
   state[1].insert("exp_avg", test::make({0.125, -1}, {2}, kFloat32, device));
   state[12].insert("momentum_buffer", test::make({7}, {1}, kFloat64, device));
   ckpt.add_indexed_tensors(nn::Checkpoint::kOptimizerStatePrefix, state);
-  json::Value groups = json::Array{json::Object{
-      {"options", json::Object{{"lr", 0.001}, {"betas", json::Array{0.9, 0.999}}}}, {"params", json::Array{0, 1}}}};
-  ckpt.set_json(nn::Checkpoint::kOptimizerParamGroups, groups);
-  ckpt.set_json(nn::Checkpoint::kScheduler, json::Object{{"last_epoch", 4}, {"gamma", 0.5}});
+  json::Value groups =
+      json::Value::array({{{"options", {{"lr", 0.001}, {"betas", {0.9, 0.999}}}}, {"params", {0, 1}}}});
+  nn::set_json(ckpt, nn::Checkpoint::kOptimizerParamGroups, groups);
+  nn::set_json(ckpt, nn::Checkpoint::kScheduler, {{"last_epoch", 4}, {"gamma", 0.5}});
   ckpt.set_int(nn::Checkpoint::kEpoch, 4);
   ckpt.set("note", "run 17");
   ckpt.save(path);
@@ -1061,8 +1114,8 @@ DEVICE_TEST_CASE("nn::Checkpoint: model, optimizer state, scheduler and epoch in
       check_same(state_back[index][item.first], item.second, device);
     }
   }
-  CHECK(back.get_json(nn::Checkpoint::kOptimizerParamGroups) == groups);
-  CHECK(back.get_json(nn::Checkpoint::kScheduler).at("gamma").as_double() == 0.5);
+  CHECK(nn::get_json(back, nn::Checkpoint::kOptimizerParamGroups) == groups);
+  CHECK(json::as_double(json::at(nn::get_json(back, nn::Checkpoint::kScheduler), "gamma")) == 0.5);
   CHECK(back.get_int(nn::Checkpoint::kEpoch) == 4);
   CHECK(back.get("note") == "run 17");
   CHECK(back.contains("note"));
@@ -1097,7 +1150,7 @@ TEST_CASE("nn::Checkpoint: errors", "[checkpoint][nn]") {
   REQUIRE_THROWS_AS(back.get_int("bad_int"), SerializationError);
   REQUIRE_THROWS_WITH(back.get_int("bad_int"),
                       "checkpoint '" + path + "': metadata 'bad_int' is \"12x\", not an integer");
-  REQUIRE_THROWS_WITH(back.get_json("bad_json"),
+  REQUIRE_THROWS_WITH(nn::get_json(back, "bad_json"),
                       Contains("checkpoint '" + path +
                                "': metadata 'bad_json' is not valid JSON: JSON: unexpected end "
                                "of input: expected a value at byte 5"));
@@ -1117,7 +1170,7 @@ TEST_CASE("nn::Checkpoint: errors", "[checkpoint][nn]") {
   REQUIRE_THROWS_AS(ckpt.set("tandem.checkpoint", "2"), ValueError);
   REQUIRE_THROWS_WITH(ckpt.set("tandem.checkpoint", "2"),
                       "Checkpoint::set: 'tandem.checkpoint' is the checkpoint layout's version, which Tandem sets");
-  REQUIRE_THROWS_WITH(ckpt.set_json("x", std::nan("")), Contains("JSON: cannot write nan"));
+  REQUIRE_THROWS_WITH(nn::set_json(ckpt, "x", std::nan("")), Contains("JSON: cannot write nan"));
 
   // Not a checkpoint, or a later layout.
   Net net;

@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "helpers.h"
+#include "nn/serialize_private.h"
 #include "subprocess.h"
 
 #ifndef TANDEM_EXE
@@ -486,8 +488,8 @@ TEST_CASE("tandem eval: a missing or truncated or foreign checkpoint is an error
   {
     nn::Checkpoint ckpt;
     ckpt.add_module(*linear);
-    ckpt.set_json("tandem.train.config", json::Object{{"model", "mlp"}});
-    ckpt.set_json("tandem.train.position", json::Object{});
+    nn::set_json(ckpt, "tandem.train.config", {{"model", "mlp"}});
+    nn::set_json(ckpt, "tandem.train.position", json::Value::object());
     ckpt.save(dir.file("damaged.safetensors"));
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -563,52 +565,53 @@ TEST_CASE("tandem train --out: the summary and a line per epoch and metrics.json
     const json::Value& e = m[k];
     INFO("epoch " << k + 1 << ": " << json::dump(e));
     std::set<std::string> keys;
-    for (const auto& [key, value] : e.as_object()) keys.insert(key);
+    for (const auto& [key, value] : json::as_object(e).items()) keys.insert(key);
     CHECK(keys == std::set<std::string>{"epoch", "epochs", "model", "device", "train_loss", "train_accuracy",
                                         "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "samples_per_s",
                                         "loader_wait_share", "peak_memory_bytes", "lr", "batch_size", "threads",
                                         "workers", "pin_memory"});
-    CHECK(e.at("epoch").as_int() == k + 1);
-    CHECK(e.at("epochs").as_int() == 3);
-    CHECK(e.at("model").as_string() == "mlp");
-    CHECK(e.at("device").as_string() == device);
+    CHECK(json::as_int(json::at(e, "epoch")) == k + 1);
+    CHECK(json::as_int(json::at(e, "epochs")) == 3);
+    CHECK(json::as_string(json::at(e, "model")) == "mlp");
+    CHECK(json::as_string(json::at(e, "device")) == device);
     for (const char* acc : {"train_accuracy", "test_accuracy"}) {
-      CHECK(e.at(acc).as_double() > 0);
-      CHECK(e.at(acc).as_double() <= 1);
+      CHECK(json::as_double(json::at(e, acc)) > 0);
+      CHECK(json::as_double(json::at(e, acc)) <= 1);
     }
     for (const char* loss : {"train_loss", "test_loss"}) {
-      CHECK(std::isfinite(e.at(loss).as_double()));
-      CHECK(e.at(loss).as_double() > 0);
+      CHECK(std::isfinite(json::as_double(json::at(e, loss))));
+      CHECK(json::as_double(json::at(e, loss)) > 0);
     }
-    CHECK(e.at("epoch_time_s").as_double() > 0);
-    CHECK(e.at("eval_time_s").as_double() > 0);
-    CHECK(e.at("samples_per_s").as_double() > 0);
-    CHECK(e.at("loader_wait_share").as_double() >= 0);
-    CHECK(e.at("loader_wait_share").as_double() < 1);
-    CHECK(e.at("peak_memory_bytes").as_int() > 0);
-    CHECK(e.at("batch_size").as_int() == 64);
-    CHECK(e.at("threads").as_int() == 1);
-    CHECK(e.at("workers").as_int() == (on_cuda ? 2 : 0));
-    CHECK(e.at("pin_memory").as_bool() == on_cuda);
+    CHECK(json::as_double(json::at(e, "epoch_time_s")) > 0);
+    CHECK(json::as_double(json::at(e, "eval_time_s")) > 0);
+    CHECK(json::as_double(json::at(e, "samples_per_s")) > 0);
+    CHECK(json::as_double(json::at(e, "loader_wait_share")) >= 0);
+    CHECK(json::as_double(json::at(e, "loader_wait_share")) < 1);
+    CHECK(json::as_int(json::at(e, "peak_memory_bytes")) > 0);
+    CHECK(json::as_int(json::at(e, "batch_size")) == 64);
+    CHECK(json::as_int(json::at(e, "threads")) == 1);
+    CHECK(json::as_int(json::at(e, "workers")) == (on_cuda ? 2 : 0));
+    CHECK(json::as_bool(json::at(e, "pin_memory")) == on_cuda);
     // 512 examples of whole batches: the mean over samples is a multiple of 1/512.
-    CHECK(e.at("train_accuracy").as_double() * 512 == std::round(e.at("train_accuracy").as_double() * 512));
+    CHECK(json::as_double(json::at(e, "train_accuracy")) * 512 ==
+          std::round(json::as_double(json::at(e, "train_accuracy")) * 512));
     // The epoch's line shows the same numbers.
     std::smatch s;
     REQUIRE(std::regex_match(epoch_lines[k], s, kEpochLine));
     CHECK(s[1] == std::to_string(k + 1));
-    CHECK(s[3] == fmt("%.4f", e.at("train_loss").as_double()));
-    CHECK(s[4] == fmt("%.2f", 100 * e.at("train_accuracy").as_double()));
-    CHECK(s[5] == fmt("%.4f", e.at("test_loss").as_double()));
-    CHECK(s[6] == fmt("%.2f", 100 * e.at("test_accuracy").as_double()));
+    CHECK(s[3] == fmt("%.4f", json::as_double(json::at(e, "train_loss"))));
+    CHECK(s[4] == fmt("%.2f", 100 * json::as_double(json::at(e, "train_accuracy"))));
+    CHECK(s[5] == fmt("%.4f", json::as_double(json::at(e, "test_loss"))));
+    CHECK(s[6] == fmt("%.2f", 100 * json::as_double(json::at(e, "test_accuracy"))));
     CHECK(s[7] == (on_cuda ? "memory" : "RSS"));
   }
   for (int k = 1; k < 3; ++k) {
-    CHECK(m[k].at("train_loss").as_double() < m[k - 1].at("train_loss").as_double());
-    CHECK(m[k].at("test_loss").as_double() < m[k - 1].at("test_loss").as_double());
-    CHECK(m[k].at("lr").as_double() < m[k - 1].at("lr").as_double());
+    CHECK(json::as_double(json::at(m[k], "train_loss")) < json::as_double(json::at(m[k - 1], "train_loss")));
+    CHECK(json::as_double(json::at(m[k], "test_loss")) < json::as_double(json::at(m[k - 1], "test_loss")));
+    CHECK(json::as_double(json::at(m[k], "lr")) < json::as_double(json::at(m[k - 1], "lr")));
   }
-  CHECK(m[0].at("lr").as_double() < 0.001);
-  CHECK(m[2].at("lr").as_double() == Approx(0).margin(1e-15));  // cosine: 0 after the last step
+  CHECK(json::as_double(json::at(m[0], "lr")) < 0.001);
+  CHECK(json::as_double(json::at(m[2], "lr")) == Approx(0).margin(1e-15));  // cosine: 0 after the last step
   check_no_tmp(base.out);
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(base.out)) files.insert(e.path().filename().string());
@@ -635,9 +638,9 @@ TEST_CASE("tandem train: --seed decides the numbers; the default progress interv
   for (int k = 0; k < 3; ++k)
     for (const char* key : {"train_loss", "train_accuracy", "test_loss", "test_accuracy", "lr"}) {
       INFO(key << " of epoch " << k + 1);
-      CHECK(b[k].at(key).as_double() == a[k].at(key).as_double());
+      CHECK(json::as_double(json::at(b[k], key)) == json::as_double(json::at(a[k], key)));
       if (std::string(key) == "train_loss" || std::string(key) == "test_loss")
-        CHECK(c[k].at(key).as_double() != a[k].at(key).as_double());
+        CHECK(json::as_double(json::at(c[k], key)) != json::as_double(json::at(a[k], key)));
     }
   check_same_checkpoint(dir.file("same"), base.out);
 }
@@ -662,13 +665,13 @@ TEST_CASE("tandem train: --optimizer --schedule --lr --workers --threads --devic
     std::vector<json::Value> m = read_metrics(dir.file("sgd"));
     REQUIRE(m.size() == 2);
     for (const json::Value& e : m) {
-      CHECK(e.at("lr").as_double() == 0.05);  // no schedule
-      CHECK(e.at("device").as_string() == "cpu");
-      CHECK(e.at("workers").as_int() == 2);
-      CHECK(e.at("threads").as_int() == 2);
-      CHECK(!e.at("pin_memory").as_bool());
+      CHECK(json::as_double(json::at(e, "lr")) == 0.05);  // no schedule
+      CHECK(json::as_string(json::at(e, "device")) == "cpu");
+      CHECK(json::as_int(json::at(e, "workers")) == 2);
+      CHECK(json::as_int(json::at(e, "threads")) == 2);
+      CHECK(!json::as_bool(json::at(e, "pin_memory")));
     }
-    CHECK(m[1].at("train_loss").as_double() < m[0].at("train_loss").as_double());
+    CHECK(json::as_double(json::at(m[1], "train_loss")) < json::as_double(json::at(m[0], "train_loss")));
   }
   Result a = adamw.finish();
   {
@@ -680,7 +683,7 @@ TEST_CASE("tandem train: --optimizer --schedule --lr --workers --threads --devic
     // One cycle: past its peak (0.002) by the middle; at the end below where
     // it started (0.002 / 25). The last value is PyTorch's after total_steps
     // steps, a step past the cycle's minimum, and is never used for a step.
-    double mid = m[0].at("lr").as_double(), end = m[1].at("lr").as_double();
+    double mid = json::as_double(json::at(m[0], "lr")), end = json::as_double(json::at(m[1], "lr"));
     CHECK(mid < 0.002);
     CHECK(mid > 0.0002);
     CHECK(end > 0);
@@ -731,8 +734,8 @@ TEST_CASE("tandem train: --device cuda and cuda:1 and --pin-memory on a (emulate
   CHECK(has_line(p.out, "done: mlp on cuda:1, 1 epochs"));
   std::vector<json::Value> m = read_metrics(dir.file("pinned"));
   REQUIRE(m.size() == 1);
-  CHECK(m[0].at("device").as_string() == "cuda:1");
-  CHECK(m[0].at("pin_memory").as_bool());
+  CHECK(json::as_string(json::at(m[0], "device")) == "cuda:1");
+  CHECK(json::as_bool(json::at(m[0], "pin_memory")));
   CHECK(std::regex_search(p.out, std::regex("peak memory [\\d.]+ (KiB|MiB)")));
 }
 
@@ -819,12 +822,13 @@ TEST_CASE("tandem train: --stop-after-steps and --resume continue bit for bit", 
     REQUIRE(m.size() == 3);
     for (int k = 0; k < 3; ++k) {
       INFO(run_dir << " epoch " << k + 1);
-      CHECK(m[k].at("epoch").as_int() == k + 1);
-      CHECK(m[k].at("train_accuracy").as_double() == ma[k].at("train_accuracy").as_double());
-      CHECK(m[k].at("test_loss").as_double() == ma[k].at("test_loss").as_double());
-      CHECK(m[k].at("test_accuracy").as_double() == ma[k].at("test_accuracy").as_double());
+      CHECK(json::as_int(json::at(m[k], "epoch")) == k + 1);
+      CHECK(json::as_double(json::at(m[k], "train_accuracy")) == json::as_double(json::at(ma[k], "train_accuracy")));
+      CHECK(json::as_double(json::at(m[k], "test_loss")) == json::as_double(json::at(ma[k], "test_loss")));
+      CHECK(json::as_double(json::at(m[k], "test_accuracy")) == json::as_double(json::at(ma[k], "test_accuracy")));
       // Summed in another order across the stop: equal to rounding.
-      CHECK(m[k].at("train_loss").as_double() == Approx(ma[k].at("train_loss").as_double()).epsilon(1e-12));
+      CHECK(json::as_double(json::at(m[k], "train_loss")) ==
+            Approx(json::as_double(json::at(ma[k], "train_loss"))).epsilon(1e-12));
     }
     check_no_tmp(run_dir);
   }
@@ -859,7 +863,7 @@ TEST_CASE("tandem train: --resume of a file named from its own folder with other
   CHECK(count_matching(r.out, kEpochLine) == 2);
   std::vector<json::Value> m = read_metrics(out);
   REQUIRE(m.size() == 2);
-  CHECK(m[1].at("threads").as_int() == 2);
+  CHECK(json::as_int(json::at(m[1], "threads")) == 2);
   CHECK(nn::Checkpoint::load(out + "/checkpoint.safetensors", Device(kCPU)).get_int("epoch") == 2);
   check_no_tmp(out);
 }
@@ -900,7 +904,8 @@ TEST_CASE("tandem train: Ctrl-C stops with a checkpoint that resumes bit for bit
   std::vector<json::Value> mi = read_metrics(i), mu = read_metrics(u);
   REQUIRE(mi.size() == 2);
   REQUIRE(mu.size() == 2);
-  for (int k = 0; k < 2; ++k) CHECK(mi[k].at("test_accuracy").as_double() == mu[k].at("test_accuracy").as_double());
+  for (int k = 0; k < 2; ++k)
+    CHECK(json::as_double(json::at(mi[k], "test_accuracy")) == json::as_double(json::at(mu[k], "test_accuracy")));
 }
 
 TEST_CASE("tandem train: Ctrl-C twice exits at once and leaves no partial file", "[cli]") {
@@ -963,7 +968,7 @@ TEST_CASE("tandem eval: the loss and the accuracy and a per-class table", "[cli]
   std::string ckpt = base.out + "/checkpoint.safetensors";
   std::vector<json::Value> m = read_metrics(base.out);
   REQUIRE(m.size() == 3);
-  double accuracy = m.back().at("test_accuracy").as_double();
+  double accuracy = json::as_double(json::at(m.back(), "test_accuracy"));
   // What the run's last epoch measured, as eval prints it.
   auto check_eval = [&](const Result& r, const std::string& device_line, bool same_batches) {
     INFO(r);
@@ -972,7 +977,8 @@ TEST_CASE("tandem eval: the loss and the accuracy and a per-class table", "[cli]
     CHECK(has_line(r.out, "checkpoint  " + ckpt + ": mlp after 3 of 3 epochs"));
     CHECK(line_starting(r.out, "device      ").starts_with(device_line));
     CHECK(has_line(r.out, "data        Fashion-MNIST test set, 256 examples (" + kFashion + ")"));
-    if (same_batches) CHECK(has_line(r.out, "test loss   " + fmt("%.4f", m.back().at("test_loss").as_double())));
+    if (same_batches)
+      CHECK(has_line(r.out, "test loss   " + fmt("%.4f", json::as_double(json::at(m.back(), "test_loss")))));
     CHECK(has_line(r.out, "accuracy    " + fmt("%.2f", 100 * accuracy) + "% (" +
                               std::to_string(std::llround(accuracy * 256)) + " of 256)"));
     CHECK(has_line(r.out, "class         accuracy  examples"));
@@ -994,7 +1000,7 @@ TEST_CASE("tandem eval: the loss and the accuracy and a per-class table", "[cli]
              "device      cpu", false);
   if (cuda::is_emulated()) {
     // Trained on cuda:0 (auto), evaluated where there is no CUDA device.
-    CHECK(m.back().at("device").as_string() == "cuda:0");
+    CHECK(json::as_string(json::at(m.back(), "device")) == "cuda:0");
     check_eval(run({"eval", "--checkpoint", ckpt}, without_env({"TANDEM_EMULATE_CUDA"})),
                "device      cpu (auto: no CUDA device", true);
     check_eval(run({"eval", "--checkpoint", ckpt, "--device", "cuda:1"}), "device      cuda:1 (", true);

@@ -1,5 +1,5 @@
 // safetensors reading and writing (tensor/io/safetensors.h): the header is
-// built and checked here with tensor/io/json; the bytes move through a Sink
+// built and checked here with tensor/io/json_private.h; the bytes move through a Sink
 // (a temporary file, or a string) and a Source (a file read with pread, or
 // bytes in memory).
 #include "tensor/io/safetensors.h"
@@ -12,13 +12,14 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <unordered_map>
 
 #include "kernels/cuda/runtime.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/shape.h"
-#include "tensor/io/json.h"
+#include "tensor/io/json_private.h"
 #include "tensor/ops/cuda.h"
 #include "tensor/ops/factory.h"
 #include "tensor/ops/runtime.h"
@@ -150,19 +151,20 @@ class Checker {
 };
 
 uint64_t non_negative_int(const Checker& c, const json::Value& v, const std::string& tensor, const char* field) {
-  c.check(v.is_int(), "tensor '", tensor, "': ", field, " must hold integers, got ", v.is_string() ? "a string" : "a ",
-          v.is_string() ? "" : json::type_name(v.type()));
-  c.check(v.as_int() >= 0, "tensor '", tensor, "': ", field, " holds ", v.as_int(), ", a negative number");
-  return static_cast<uint64_t>(v.as_int());
+  c.check(v.is_number_integer(), "tensor '", tensor, "': ", field, " must hold integers, got ",
+          v.is_string() ? "a string" : "a ", v.is_string() ? "" : json::type_name(v));
+  int64_t i = json::as_int(v);
+  c.check(i >= 0, "tensor '", tensor, "': ", field, " holds ", i, ", a negative number");
+  return static_cast<uint64_t>(i);
 }
 
 TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const json::Value& entry) {
   c.check(entry.is_object(), "tensor '", name, "': expected an object with dtype, shape and data_offsets, got ",
-          json::type_name(entry.type()));
+          json::type_name(entry));
   const json::Value* dtype = nullptr;
   const json::Value* shape = nullptr;
   const json::Value* offsets = nullptr;
-  for (const auto& [field, value] : entry.as_object()) {
+  for (const auto& [field, value] : entry.items()) {
     if (field == "dtype") {
       dtype = &value;
     } else if (field == "shape") {
@@ -181,17 +183,18 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
 
   TensorInfo info;
   info.name = name;
-  c.check(dtype->is_string(), "tensor '", name, "': dtype must be a string, got ", json::type_name(dtype->type()));
+  c.check(dtype->is_string(), "tensor '", name, "': dtype must be a string, got ", json::type_name(*dtype));
+  const std::string& dtype_name = json::as_string(*dtype);
   try {
-    info.dtype = dtype_from_name(dtype->as_string());
+    info.dtype = dtype_from_name(dtype_name);
   } catch (const DtypeError& e) {
     throw DtypeError(detail::str_cat(c.op(), ": '", c.name(), "': tensor '", name, "': ", e.what()));
   } catch (const SerializationError& e) {
     c.fail("tensor '", name, "': ", e.what());
   }
 
-  c.check(shape->is_array(), "tensor '", name, "': shape must be an array, got ", json::type_name(shape->type()));
-  for (const auto& d : shape->as_array()) {
+  c.check(shape->is_array(), "tensor '", name, "': shape must be an array, got ", json::type_name(*shape));
+  for (const json::Value& d : *shape) {
     info.shape.push_back(static_cast<int64_t>(non_negative_int(c, d, name, "shape")));
   }
   // The product of the non-zero sizes must fit in int64 even when a size is
@@ -207,19 +210,19 @@ TensorInfo parse_tensor_entry(const Checker& c, const std::string& name, const j
   }
   uint64_t nbytes = 0;
   if (!has_zero && __builtin_mul_overflow(static_cast<uint64_t>(nonzero_numel), element_size(info.dtype), &nbytes)) {
-    c.fail("tensor '", name, "': shape ", shape_str(info.shape), " of ", dtype->as_string(),
+    c.fail("tensor '", name, "': shape ", shape_str(info.shape), " of ", dtype_name,
            " is too large to exist (its size in bytes is over 2^64 - 1)");
   }
 
   c.check(offsets->is_array() && offsets->size() == 2, "tensor '", name,
           "': data_offsets must be an array of two integers [begin, end]");
-  info.begin = non_negative_int(c, offsets->as_array()[0], name, "data_offsets");
-  info.end = non_negative_int(c, offsets->as_array()[1], name, "data_offsets");
+  info.begin = non_negative_int(c, (*offsets)[0], name, "data_offsets");
+  info.end = non_negative_int(c, (*offsets)[1], name, "data_offsets");
   c.check(info.begin <= info.end, "tensor '", name, "': data_offsets [", info.begin, ", ", info.end,
           "] end before they begin");
   if (info.end - info.begin != nbytes) {
     c.fail("tensor '", name, "': data_offsets [", info.begin, ", ", info.end, "] span ", info.end - info.begin,
-           " bytes, but shape ", shape_str(info.shape), " of ", dtype->as_string(), " needs ", nbytes);
+           " bytes, but shape ", shape_str(info.shape), " of ", dtype_name, " needs ", nbytes);
   }
   return info;
 }
@@ -233,7 +236,7 @@ void apply_devices(const Checker& c, const std::string& text, std::vector<Tensor
     c.fail("metadata '", kDevicesKey, "' is not valid JSON: ", e.what());
   }
   c.check(devices.is_object(), "metadata '", kDevicesKey, "' must be a JSON object of tensor names to devices, got ",
-          json::type_name(devices.type()));
+          json::type_name(devices));
   std::unordered_map<std::string_view, size_t> index;
   for (size_t i = 0; i < tensors.size(); ++i) index.emplace(tensors[i].name, i);
   // The save order as indices into tensors; nothing is moved until every
@@ -241,13 +244,13 @@ void apply_devices(const Checker& c, const std::string& text, std::vector<Tensor
   std::vector<size_t> order;
   order.reserve(tensors.size());
   std::vector<bool> named(tensors.size(), false);
-  for (const auto& [name, device] : devices.as_object()) {
+  for (const auto& [name, device] : devices.items()) {
     auto it = index.find(name);
     c.check(it != index.end(), "metadata '", kDevicesKey, "' names tensor '", name, "', which the file does not hold");
     c.check(device.is_string(), "metadata '", kDevicesKey, "': the device of tensor '", name,
-            "' must be a string such as \"cuda:0\", got ", json::type_name(device.type()));
+            "' must be a string such as \"cuda:0\", got ", json::type_name(device));
     try {
-      tensors[it->second].device = Device(device.as_string());
+      tensors[it->second].device = Device(json::as_string(device));
     } catch (const ValueError& e) {
       c.fail("metadata '", kDevicesKey, "': tensor '", name, "': ", e.what());
     }
@@ -283,23 +286,23 @@ Header parse_header(const Source& source, const Checker& c) {
   } catch (const json::ParseError& e) {
     c.fail("the header is not valid JSON: ", e.what());
   }
-  c.check(root.is_object(), "the header must be a JSON object, got ", json::type_name(root.type()));
+  c.check(root.is_object(), "the header must be a JSON object, got ", json::type_name(root));
 
   Header header;
   header.header_size = n;
   std::optional<std::string> devices;
-  for (const auto& [key, value] : root.as_object()) {
+  for (const auto& [key, value] : root.items()) {
     if (key != "__metadata__") {
       header.tensors.push_back(parse_tensor_entry(c, key, value));
       continue;
     }
-    c.check(value.is_object(), "__metadata__ must be an object of strings, got ", json::type_name(value.type()));
-    for (const auto& [k, v] : value.as_object()) {
-      c.check(v.is_string(), "__metadata__ key '", k, "': values must be strings, got ", json::type_name(v.type()));
+    c.check(value.is_object(), "__metadata__ must be an object of strings, got ", json::type_name(value));
+    for (const auto& [k, v] : value.items()) {
+      c.check(v.is_string(), "__metadata__ key '", k, "': values must be strings, got ", json::type_name(v));
       if (k == kDevicesKey) {
-        devices = v.as_string();
+        devices = json::as_string(v);
       } else {
-        header.metadata.emplace(k, v.as_string());
+        header.metadata.emplace(k, json::as_string(v));
       }
     }
   }
@@ -514,7 +517,7 @@ struct Plan {
 Plan plan(const char* op, const OrderedDict<std::string, Tensor>& tensors,
           const std::map<std::string, std::string>& metadata) {
   const auto& items = tensors.items();
-  json::Object devices;
+  json::Value devices = json::Value::object();
   for (const auto& item : items) {
     TANDEM_CHECK(item.second.defined(), ValueError, op, ": tensor '", item.first,
                  "' is undefined: only defined tensors can be saved");
@@ -522,7 +525,7 @@ Plan plan(const char* op, const OrderedDict<std::string, Tensor>& tensors,
                  ": a tensor may not be named '__metadata__': the format reserves it for the metadata");
     TANDEM_CHECK(json::is_valid_utf8(item.first), ValueError, op, ": tensor name ", json::quote(item.first),
                  " is not valid UTF-8, which the format's JSON header requires");
-    devices.emplace_back(item.first, item.second.device().str());
+    json::append_member(devices, item.first, item.second.device().str());
   }
   std::map<std::string, std::string> all_metadata;
   for (const auto& [k, v] : metadata) {
@@ -532,7 +535,7 @@ Plan plan(const char* op, const OrderedDict<std::string, Tensor>& tensors,
                  " or its value is not valid UTF-8, which the format's JSON header requires");
     all_metadata.emplace(k, v);
   }
-  all_metadata.emplace(std::string(kDevicesKey), json::dump(json::Value(std::move(devices))));
+  all_metadata.emplace(std::string(kDevicesKey), json::dump(devices));
 
   // The safetensors package's order: by dtype alignment, largest first, then by name.
   Plan p;
@@ -544,23 +547,19 @@ Plan plan(const char* op, const OrderedDict<std::string, Tensor>& tensors,
     return items[a].first < items[b].first;
   });
 
-  json::Object meta;
-  for (auto& [k, v] : all_metadata) meta.emplace_back(k, v);
-  json::Object root;
-  root.emplace_back("__metadata__", json::Value(std::move(meta)));
+  json::Value root = json::Value::object();
+  root["__metadata__"] = all_metadata;
   uint64_t offset = 0;
   for (size_t i : p.order) {
     const Tensor& t = items[i].second;
-    json::Array shape;
-    for (int64_t d : t.sizes()) shape.emplace_back(d);
     uint64_t end = offset + t.nbytes();
-    root.emplace_back(items[i].first,
-                      json::Object{{"dtype", json::Value(entry_of(t.dtype()).name)},
-                                   {"shape", json::Value(std::move(shape))},
-                                   {"data_offsets", json::Array{json::Value(offset), json::Value(end)}}});
+    json::append_member(root, items[i].first,
+                        {{"dtype", entry_of(t.dtype()).name},
+                         {"shape", std::vector<int64_t>(t.sizes().begin(), t.sizes().end())},
+                         {"data_offsets", {offset, end}}});
     offset = end;
   }
-  p.header = json::dump(json::Value(std::move(root)));
+  p.header = json::dump(root);
   p.header.append((8 - p.header.size() % 8) % 8, ' ');
   TANDEM_CHECK(p.header.size() <= kMaxHeaderSize, ValueError, op, ": the header would be ", p.header.size(),
                " bytes, over the format's limit of ", kMaxHeaderSize, " (too many tensors or too much metadata)");
