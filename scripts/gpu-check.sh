@@ -120,6 +120,12 @@ has_gpu=0
     catch2=""
   fi
   say "Catch2 v2 header:  ${catch2:-NOT FOUND: run scripts/stage-gpu-deps.sh where catch2 is installed, before sending the tree}"
+  if [ -f /usr/include/nlohmann/json.hpp ]; then
+    nlohmann="system (/usr/include/nlohmann)"
+  elif [ -f "$root/shared/gpu-deps/include/nlohmann/json.hpp" ]; then
+    nlohmann="staged (shared/gpu-deps)"
+  fi
+  say "nlohmann-json:     ${nlohmann:-NOT FOUND: the library needs it; run scripts/stage-gpu-deps.sh where nlohmann-json3-dev is installed}"
   say "OpenBLAS:          $(pkg-config --exists openblas 2>/dev/null && echo "found ($(pkg-config --modversion openblas))" || echo 'not found: the CPU GEMM uses its blocked C++ fallback')"
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stages what the GPU test machine lacks into shared/gpu-deps/ (git-ignored;
 # the device tool sends a checkout's shared/ along with the tree): the
-# Catch2 v2 header and a pkg-config file that finds it there, and CLI11's
-# headers (the tandem command's and the benches' flags). Run it here,
+# Catch2 v2 header and a pkg-config file that finds it there, CLI11's
+# headers (the tandem command's and the benches' flags) and nlohmann-json's
+# (the library's safetensors headers and checkpoint metadata). Run it here,
 # where Debian's catch2 is installed, before sending the tree; then
 # scripts/gpu-check.sh on the GPU machine configures the tests against it.
 # Usage: scripts/stage-gpu-deps.sh   (CATCH2_HEADER=path to use another catch.hpp)
@@ -39,6 +40,16 @@ fi
 rm -rf "$dest/include/CLI"
 cp -r "$cli11" "$dest/include/CLI"
 echo "staged CLI11 from $cli11"
+# Debian's nlohmann-json3-dev is the multi-header layout: json.hpp includes
+# nlohmann/detail/..., so the whole folder goes (about 1 MB).
+nlohmann=${NLOHMANN_INCLUDE:-/usr/include/nlohmann}
+if [ ! -f "$nlohmann/json.hpp" ]; then
+  echo "stage-gpu-deps: $nlohmann/json.hpp not found (install Debian's nlohmann-json3-dev, or set NLOHMANN_INCLUDE)" >&2
+  exit 1
+fi
+rm -rf "$dest/include/nlohmann"
+cp -r "$nlohmann" "$dest/include/nlohmann"
+echo "staged nlohmann-json from $nlohmann"
 # Fashion-MNIST for tandem train (30 MB of gzip IDX files).
 fmnist=${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
