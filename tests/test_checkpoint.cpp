@@ -344,6 +344,10 @@ TEST_CASE("json: typed access and writing errors", "[checkpoint][json]") {
   REQUIRE_THROWS_AS(json::dump(json::Value::array({"\xc3"})), ValueError);
   REQUIRE_THROWS_WITH(json::dump(json::Value::array({"\xc3"})),
                       "JSON: cannot write the string \"\xc3\": it is not valid UTF-8");
+  json::Value bad_key = json::Value::object();
+  bad_key["\xc3"] = 1;
+  REQUIRE_THROWS_AS(json::dump(bad_key), ValueError);
+  REQUIRE_THROWS_WITH(json::dump(bad_key), "JSON: cannot write the key \"\xc3\": it is not valid UTF-8");
   CHECK(json::as_int(json::Value(uint64_t{7})) == 7);
 }
 

@@ -1,4 +1,5 @@
-// Current streams per thread and device, the default stream and the pool.
+// The current device and DeviceGuard; current streams per thread and device,
+// the default stream and the pool.
 #include "kernels/cuda/stream.h"
 
 #include <array>
@@ -85,19 +86,29 @@ int checked_device(int device, const char* op) {
 int current_device() { return detail::t_current_device; }
 
 int device_count() {
-  static const int count = emulated_device_count() > 0 ? emulated_device_count() : detail::device_count();
-  return count;
+  if (emulated_device_count() > 0) return emulated_device_count();
+  // Only a count that was read is kept: a failed query (no driver yet) is
+  // asked again, and its reason stays the runtime's words of now.
+  static std::atomic<int> cached{-1};
+  int n = cached.load(std::memory_order_relaxed);
+  if (n < 0) {
+    n = detail::device_count();
+    if (n > 0) cached.store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 
 DeviceGuard::DeviceGuard(int device) : previous_(current_device()) {
   device = detail::checked_device(device, "DeviceGuard");
+  if (emulated_device_count() == 0) {
+    // (checked_device found a device, so the runtime is there.) The runtime's
+    // device is read, not assumed to be previous_: a cuBLAS or user call may
+    // have set it. It is switched first: if that throws, nothing has changed.
+    const int runtime = detail::get_device();
+    if (runtime != device) detail::set_device(device);
+    previous_runtime_ = runtime;
+  }
   detail::set_current_device(device);
-  if (emulated_device_count() > 0) return;
-  // (checked_device found a device, so the runtime is there.) The runtime's
-  // device is read, not assumed to be previous_: a cuBLAS or user call may
-  // have set it.
-  previous_runtime_ = detail::get_device();
-  if (previous_runtime_ != device) detail::set_device(device);
 }
 
 DeviceGuard::~DeviceGuard() {
@@ -105,8 +116,9 @@ DeviceGuard::~DeviceGuard() {
   if (previous_runtime_ < 0) return;
   try {
     if (detail::get_device() != previous_runtime_) detail::set_device(previous_runtime_);
-  } catch (const Error&) {
-    // A destructor cannot throw; a failing device switch shows at the next call.
+  } catch (...) {
+    // A destructor cannot throw. The runtime stays on the guard's device,
+    // which every launch guards for itself anyway.
   }
 }
 

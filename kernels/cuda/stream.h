@@ -1,7 +1,8 @@
-// Streams of the cuda devices, as the kernels see them: which stream is
-// current on each device for this thread, the default stream and a pool of
-// created streams. Plain C++, in every build: on emulated devices a stream
-// is only a name (work runs on the host, in order) and its handle is null.
+// The current cuda device and stream, as the kernels see them: this thread's
+// current device, the device count, the one DeviceGuard, and per device the
+// current stream, the default stream and a pool of created streams. Plain
+// C++, in every build: on emulated devices a stream is only a name (work runs
+// on the host, in order) and its handle is null.
 #pragma once
 
 #include <cstdint>

@@ -482,7 +482,11 @@ void check_writable(const Value& v) {
       for (const Value& e : v) check_writable(e);
       return;
     case value_t::object:
-      for (const auto& [k, e] : v.items()) check_writable(e);
+      for (const auto& [k, e] : v.items()) {
+        // nlohmann would throw its own type_error on such a key.
+        TANDEM_CHECK(is_valid_utf8(k), ValueError, "JSON: cannot write the key ", quote(k), ": it is not valid UTF-8");
+        check_writable(e);
+      }
       return;
     case value_t::string:
       TANDEM_CHECK(is_valid_utf8(v.get_ref<const std::string&>()), ValueError, "JSON: cannot write the string ",
