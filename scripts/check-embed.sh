@@ -11,7 +11,12 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 meson install -C "$build" --destdir "$root" --quiet
 pc=$(dirname "$(find "$root" -name tandem.pc | head -1)")
-include=$(dirname "$(find "$root" -path '*/include/tandem/tandem/tandem.h' | head -1)")/..
+umbrella=$(find "$root" -path '*/include/tandem/tandem/tandem.h' | head -1)
+if [ -z "$umbrella" ] || [ -z "$(find "$root" -name tandem.pc | head -1)" ]; then
+  echo "check-embed: the install has no tandem/tandem.h or no tandem.pc" >&2
+  exit 1
+fi
+include=$(dirname "$umbrella")/..
 leaks=$(grep -rlE '^\s*#\s*include\s*[<"](nlohmann/|[^>"]*_private\.h)' "$include"; grep -l nlohmann "$pc/tandem.pc") || true
 if [ -n "$leaks" ]; then
   echo "check-embed: installed files include nlohmann-json or a private header, or tandem.pc requires it:" >&2
