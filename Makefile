@@ -8,6 +8,10 @@
 #                needed), and the suite on them, GPU-only tests included
 #   make asan    the simulated build once more, under ASan and UBSan
 BUILD ?= build
+# ccache caches the files compiled with a precompiled header (the tests',
+# the library's) only with this sloppiness; without it they are compiled
+# every time.
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 MESON_ARGS ?=
 
 .PHONY: deps build test train sim asan check-embed clean

@@ -86,7 +86,14 @@ struct Threads {
   ~Threads() { cpu::set_num_threads(0); }
 };
 
-std::string where_from(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
+// Appended to, not built with operator+: GCC 12 warns about operator+ on
+// an rvalue string here (-Warray-bounds, a false positive, GCC PR 105329).
+std::string where_from(int line) {
+  std::string s = __FILE__;
+  s += ':';
+  s += std::to_string(line);
+  return s;
+}
 
 }  // namespace
 
