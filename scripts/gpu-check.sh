@@ -195,7 +195,7 @@ for line in open(sys.argv[1]):
     rec = json.loads(line); rec.pop("env", None); print(json.dumps(rec))' \
     "$build/meson-logs/testlog.json" >"$out/testlog.json" 2>/dev/null
   grep -E "^(Ok|Fail|Skipped|Timeout|Unexpected|Expected Fail):" "$out/tests.log"
-  # Per suite: binaries ok/failed/skipped, and Catch2's test-case counts.
+  # Per suite: tests (a test file's run each) ok/failed/skipped, and Catch2's test-case counts.
   # Exit 3: a GPU-suite binary was skipped (it saw no GPU).
   python3 - "$out/testlog.json" >>"$out/summary.txt" <<'PY'
 import collections, json, re, sys
@@ -218,7 +218,7 @@ for line in open(sys.argv[1]):
         s["cases_fail"] += int(m.group(3))
 order = {"cpu": 0, "emulated": 1, "gpu": 2}
 for name, s in sorted(suites.items(), key=lambda kv: (order.get(kv[0], 3), kv[0])):
-    print(f"{'suite ' + name:<22} {s['ok']} ok, {s['fail']} failed, {s['skip']} skipped binaries; "
+    print(f"{'suite ' + name:<22} {s['ok']} ok, {s['fail']} failed, {s['skip']} skipped tests; "
           f"{s['cases_ok']} test cases passed, {s['cases_fail']} failed")
 sys.exit(3 if gpu_skipped else 0)
 PY
@@ -233,36 +233,41 @@ fi
 # 16 (memcheck) or 13 (racecheck), the benchmarks' share; a run over a device
 # test's cuda:0 sections wants 4 and leaves 23, so that the GPU benches keep 10
 # beside the 13 of the bench pairs.
+# Every test file is in one binary (tests/meson.build), chosen by its file
+# tag: tandem_tests -# '[#test_gpu_reduce]'.
+tests_bin="$build/tests/tandem_tests"
 gpu_tests=()
-for f in "$build"/tests/test_gpu_*; do
-  [ -x "$f" ] && [ -f "$f" ] && gpu_tests+=("$f")
-done
+if [ -x "$tests_bin" ]; then
+  for f in "$root"/tests/test_gpu_*.cpp; do
+    gpu_tests+=("$(basename "$f" .cpp)")
+  done
+fi
 # Device tests run on cuda:0 in the cpu suite above; these four hold the CUDA
-# work that no test_gpu_* binary covers (conv and pooling, the norms and
+# work that no test_gpu_* file covers (conv and pooling, the norms and
 # embedding, the optimizers and clip_grad_norm_, the DataLoader's side-stream
 # copies and pinned batches), so memcheck also runs over their "on cuda:0"
 # sections (DEVICE_TEST_CASE's), after the GPU tests' runs.
 device_tests=()
-for f in test_conv test_nn_norm test_optim test_data_loader; do
-  [ -x "$build/tests/$f" ] && device_tests+=("$build/tests/$f")
-done
-# sanitize TOOL SHARE RESERVE SECTION BINARY...: compute-sanitizer's TOOL over
-# each binary without its [large] cases (only the sections named SECTION when
-# it is not empty), each run limited to step_limit SHARE RESERVE. Sets errors,
-# failures (the tests failed under the tool, or it stopped without a summary),
-# timeouts, not_run and runs.
+[ -x "$tests_bin" ] && device_tests=(test_conv test_nn_norm test_optim test_data_loader)
+# sanitize TOOL SHARE RESERVE SECTION FILE...: compute-sanitizer's TOOL over
+# each test file's cases in tandem_tests, without the [large] ones (only the
+# sections named SECTION when it is not empty), each run limited to
+# step_limit SHARE RESERVE. Sets errors, failures (the tests failed under the
+# tool, or it stopped without a summary), timeouts, not_run and runs.
 sanitize() {
-  local tool=$1 share=$2 reserve=$3 section=$4 f lim rc n args=('~[large]' -w NoTests)
+  local tool=$1 share=$2 reserve=$3 section=$4 f lim rc n args
   shift 4
-  [ -n "$section" ] && args+=(-c "$section")
   errors=0 failures=0 timeouts=0 not_run=0 runs=0
   for f in "$@"; do
+    args=(-# "[#$f]~[large]" -w NoTests)
+    [ -n "$section" ] && args+=(-c "$section")
     lim=$(step_limit "$share" "$reserve")
     [ "$lim" = 0 ] && { not_run=$((not_run + 1)); continue; }
-    TANDEM_NO_CUDA_MEMORY_CACHING=1 timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$f" "${args[@]}" >"$out/run.tmp" 2>&1
+    TANDEM_NO_CUDA_MEMORY_CACHING=1 timeout "$lim" "$sanitizer" --tool "$tool" --print-limit 20 "$tests_bin" \
+      "${args[@]}" >"$out/run.tmp" 2>&1
     rc=$?
     runs=$((runs + 1))
-    { echo "--- $tool $(basename "$f")${section:+ -c \"$section\"} (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"
+    { echo "--- $tool $f${section:+ -c \"$section\"} (limit $lim s): exit $rc"; cat "$out/run.tmp"; } >>"$out/sanitizer.log"
     # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)"
     n=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p; s/.*RACECHECK SUMMARY: .*\(([0-9]+) error.*/\1/p' "$out/run.tmp" | tail -1)
     # Cut off before its summary: the error records it printed until then.
@@ -285,7 +290,7 @@ elif [ -z "$sanitizer" ]; then
   fail
 elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
   say ""
-  say "== compute-sanitizer over ${#gpu_tests[@]} GPU test binaries (without [large] cases), log in $out/sanitizer.log"
+  say "== compute-sanitizer over ${#gpu_tests[@]} GPU test files (without [large] cases), log in $out/sanitizer.log"
   for tool in memcheck racecheck; do
     reserve=16
     [ $tool = racecheck ] && reserve=13
@@ -296,7 +301,7 @@ elif [ $built != 0 ] && [ ${#gpu_tests[@]} -gt 0 ]; then
     [ $errors -gt 0 ] || [ $failures -gt 0 ] || [ $timeouts -gt 0 ] && fail
   done
   if [ ${#device_tests[@]} -gt 0 ]; then
-    names=$(basename -a "${device_tests[@]}" | tr '\n' ' ')
+    names="${device_tests[*]} "
     say "== memcheck over the cuda:0 sections of ${names% }"
     sanitize memcheck 4 23 "on cuda:0" "${device_tests[@]}"
     # A time-out here is a partial check, not a failure: these runs take the

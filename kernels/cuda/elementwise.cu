@@ -2,6 +2,7 @@
 // as for the cpu) run through gpu_kernel. Copies and conversions are in copy.cu.
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/loops.cuh"
 #include "kernels/elementwise.h"
@@ -24,17 +25,19 @@ bool all_zero_bytes(const T& v) {
 
 }  // namespace
 
+// Each group of ops is one op set (kernels/functors/visit.h): one kernel
+// per dtype and group, the op chosen once per thread.
 void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& params) {
   if (is_numeric_unary(op)) {
     // The dtype error names the backend, e.g. "pow (cuda) is not implemented for dtype bool".
     const std::string name = std::string(op_name(op)) + " (cuda)";
     return dispatch_numeric(out.dtype(), name.c_str(), [&]<typename T>() {
-      fn::visit_numeric_unary<opmath_t<T>>(op, params, [&](auto f) { gpu_kernel<T, T>(out, {&in}, f); });
+      gpu_kernel<T, T>(out, {&in}, fn::NumericUnaryOps<opmath_t<T>>::make(op, params));
     });
   }
   // The front end promotes integer inputs of these to float32.
   dispatch_floating(out.dtype(), op_name(op), [&]<typename T>() {
-    fn::visit_floating_unary<opmath_t<T>>(op, params, [&](auto f) { gpu_kernel<T, T>(out, {&in}, f); });
+    gpu_kernel<T, T>(out, {&in}, fn::FloatingUnaryOps<opmath_t<T>>::make(op, params));
   });
 }
 
@@ -42,10 +45,14 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, co
             const UnaryParams& params) {
   dispatch_all(a.dtype(), op_name(op), [&]<typename T>() {
     using M = opmath_t<T>;
-    // One kernel per dtype for the six comparisons, which halves what
-    // binary compiles.
+    // The six comparisons are one functor, the op a branch per element
+    // (each is one instruction).
     if (is_comparison(op)) return gpu_kernel<bool, T, T>(out, {&a, &b}, fn::Compare<M>{op});
-    fn::visit_arithmetic<M>(op, alpha, params, [&](auto f) { gpu_kernel<T, T, T>(out, {&a, &b}, f); });
+    if constexpr (std::is_floating_point_v<M>) {
+      if (is_activation_backward(op))
+        return gpu_kernel<T, T, T>(out, {&a, &b}, fn::ActivationBackward<M>::make(op, params));
+    }
+    gpu_kernel<T, T, T>(out, {&a, &b}, fn::ArithmeticOps<M>::make(op, alpha));
   });
 }
 

@@ -113,6 +113,20 @@ TANDEM_DEVICE_INLINE Vec<T, V> load_vector(const char* base, uint32_t v, bool br
   return reinterpret_cast<const Vec<T, V>*>(base)[v];
 }
 
+// g(f), or for an op set (kernels/functors/visit.h: a type with op_set)
+// g(the op's functor): one switch a thread, none an element.
+template <typename F>
+concept OpSet = requires {
+  typename F::op_set;
+};
+template <typename F, typename G>
+TANDEM_DEVICE_INLINE void with_functor(const F& f, G&& g) {
+  if constexpr (OpSet<F>)
+    f.visit(g);
+  else
+    g(f);
+}
+
 template <typename Out, typename... In, typename F, size_t... I>
 TANDEM_DEVICE_INLINE void strided_body(const OffsetCalculator<sizeof...(In) + 1>& calc,
                                        const Pointers<sizeof...(In) + 1>& data, uint32_t numel, const F& f,
@@ -131,11 +145,13 @@ TANDEM_DEVICE_INLINE void strided_body(const OffsetCalculator<sizeof...(In) + 1>
       ((get<I>(args[j]) = to_opmath(*reinterpret_cast<const In*>(data.at[I + 1] + off.at[I + 1]))), ...);
     }
   }
+  with_functor(f, [&](const auto& g) {
 #pragma unroll
-  for (int j = 0; j < kStridedUnroll; ++j) {
-    if (first + j * kStridedThreads < numel)
-      *reinterpret_cast<Out*>(data.at[0] + out_off[j]) = to_out<Out>(f(get<I>(args[j])...));
-  }
+    for (int j = 0; j < kStridedUnroll; ++j) {
+      if (first + j * kStridedThreads < numel)
+        *reinterpret_cast<Out*>(data.at[0] + out_off[j]) = to_out<Out>(g(get<I>(args[j])...));
+    }
+  });
 }
 
 template <typename Out, typename... In, typename F, size_t... I>
@@ -150,22 +166,24 @@ TANDEM_DEVICE_INLINE void vector_body(const Pointers<sizeof...(In) + 1>& data, u
     const uint32_t v = first + j * kVectorThreads;
     if (v < nvec) ((get<I>(args[j]) = load_vector<In, V>(data.at[I + 1], v, (broadcast >> I) & 1u)), ...);
   }
+  with_functor(f, [&](const auto& g) {
 #pragma unroll
-  for (int j = 0; j < kVectorUnroll; ++j) {
-    const uint32_t v = first + j * kVectorThreads;
-    if (v < nvec) {
-      Vec<Out, V> out;
+    for (int j = 0; j < kVectorUnroll; ++j) {
+      const uint32_t v = first + j * kVectorThreads;
+      if (v < nvec) {
+        Vec<Out, V> out;
 #pragma unroll
-      for (int e = 0; e < V; ++e) out.at[e] = to_out<Out>(f(to_opmath(get<I>(args[j]).at[e])...));
-      reinterpret_cast<Vec<Out, V>*>(data.at[0])[v] = out;
+        for (int e = 0; e < V; ++e) out.at[e] = to_out<Out>(g(to_opmath(get<I>(args[j]).at[e])...));
+        reinterpret_cast<Vec<Out, V>*>(data.at[0])[v] = out;
+      }
     }
-  }
-  // The last numel % V elements, one per thread of the first block.
-  const uint32_t i = nvec * V + blockIdx.x * kVectorThreads + threadIdx.x;
-  if (i < numel) {
-    *reinterpret_cast<Out*>(data.at[0] + size_t{i} * sizeof(Out)) = to_out<Out>(f(to_opmath(
-        *reinterpret_cast<const In*>(data.at[I + 1] + (((broadcast >> I) & 1u) ? 0 : size_t{i} * sizeof(In))))...));
-  }
+    // The last numel % V elements, one per thread of the first block.
+    const uint32_t i = nvec * V + blockIdx.x * kVectorThreads + threadIdx.x;
+    if (i < numel) {
+      *reinterpret_cast<Out*>(data.at[0] + size_t{i} * sizeof(Out)) = to_out<Out>(g(to_opmath(
+          *reinterpret_cast<const In*>(data.at[I + 1] + (((broadcast >> I) & 1u) ? 0 : size_t{i} * sizeof(In))))...));
+    }
+  });
 }
 
 // (A __global__ template's pack must come last, hence F before In.)
