@@ -10,7 +10,8 @@
 BUILD ?= build
 # ccache caches the files compiled with a precompiled header (the tests',
 # the library's) only with this sloppiness; without it they are compiled
-# every time.
+# every time. An environment that sets CCACHE_SLOPPINESS keeps its own (it
+# should include these two); ccache.conf's is overridden.
 export CCACHE_SLOPPINESS ?= pch_defines,time_macros
 MESON_ARGS ?=
 

@@ -13,13 +13,17 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git clone -q "$src" "$work/main"
-# The staged headers of a machine without packages (scripts/stage-gpu-deps.sh).
-[ -d "$src/../shared" ] && cp -r "$src/../shared" "$work/shared"
+# The headers scripts/stage-gpu-deps.sh staged for a machine without the
+# packages (git-ignored, so not in the clone).
+if [ -d "$src/shared/gpu-deps" ]; then
+  mkdir -p "$work/main/shared"
+  cp -r "$src/shared/gpu-deps" "$work/main/shared/"
+fi
 git -C "$work/main" checkout -q "$rev"
 export CCACHE_DIR="$work/ccache"
 meson setup "$work/main/b" "$work/main" -Dbench=false "$@" >/dev/null
 mkdir -p "$out"
-/usr/bin/time -f "%e s wall, %U s user, %S s sys" -o "$out/time.txt" ninja -C "$work/main/b" -j2 >/dev/null
+/usr/bin/time -f "%e s wall, %U s user, %S s sys" -o "$out/time.txt" ninja -C "$work/main/b" -j"${JOBS:-2}" >/dev/null
 cp "$work/main/b/.ninja_log" "$out/ninja_log"
 # Each step's duration in seconds (under -j2, so close to its CPU time).
 awk 'NR > 1 { print ($2 - $1) / 1000, $4 }' "$out/ninja_log" | sort -rn >"$out/steps.txt"

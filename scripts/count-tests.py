@@ -1,5 +1,6 @@
-"""Sums Catch2's per-binary test-case counts from meson's testlog.json and
-prints "N passed, M failed, K skipped". A binary that crashed or timed out
+"""Sums Catch2's test-case counts of each test run (meson's test: a binary, or
+one test file's cases in tests/tandem_tests) from meson's testlog.json and
+prints "N passed, M failed, K skipped". A run that crashed or timed out
 without a Catch2 summary counts as one failure; exit code 77 as one skip."""
 import json
 import re

@@ -158,8 +158,10 @@ if [ $rc -ne 0 ]; then
   fail
 else
   lim=$(step_limit 65 35)
-  # -k 0: a file that does not compile stops only what depends on it, so the
-  # tests that did build still run (and the failure is reported).
+  # -k 0: a file that does not compile stops only what depends on it, so
+  # what did build still runs (and the failure is reported). Every test file
+  # is in one binary (tests/tandem_tests): one that does not compile leaves
+  # no tests to run, and the sanitizer rows say so.
   timeout "$lim" ninja -C "$build" -j "$jobs" -k 0 >>"$out/build.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then
@@ -196,7 +198,7 @@ for line in open(sys.argv[1]):
     "$build/meson-logs/testlog.json" >"$out/testlog.json" 2>/dev/null
   grep -E "^(Ok|Fail|Skipped|Timeout|Unexpected|Expected Fail):" "$out/tests.log"
   # Per suite: tests (a test file's run each) ok/failed/skipped, and Catch2's test-case counts.
-  # Exit 3: a GPU-suite binary was skipped (it saw no GPU).
+  # Exit 3: a GPU-suite test was skipped (it saw no GPU).
   python3 - "$out/testlog.json" >>"$out/summary.txt" <<'PY'
 import collections, json, re, sys
 suites = collections.OrderedDict()
@@ -234,7 +236,9 @@ fi
 # test's cuda:0 sections wants 4 and leaves 23, so that the GPU benches keep 10
 # beside the 13 of the bench pairs.
 # Every test file is in one binary (tests/meson.build), chosen by its file
-# tag: tandem_tests -# '[#test_gpu_reduce]'.
+# tag: tandem_tests -# '[#test_gpu_reduce]'. The list is the test_gpu_*.cpp
+# files: one that tests/meson.build does not build fails its run (-w
+# NoTests) instead of being passed over.
 tests_bin="$build/tests/tandem_tests"
 gpu_tests=()
 if [ -x "$tests_bin" ]; then

@@ -1,5 +1,6 @@
 // Catch2's implementation, compiled once for every test binary, and the run
-// their main() calls (catch_main.cpp; gpu_main.cpp for the GPU-only ones).
+// their main() calls (catch_main.cpp, with --gpu-only for the GPU-only test
+// files).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 

@@ -662,6 +662,8 @@ TEST_CASE("a loader moves; the moved-from one says so", "[data][loader]") {
   CHECK(a.size() == 2);
 }
 
+namespace {
+
 // A gate a Dataset::get waits at until the test opens it.
 struct Gate {
   std::mutex mu;
@@ -679,6 +681,8 @@ struct Gate {
     cv.notify_all();
   }
 };
+
+}  // namespace
 
 TEST_CASE("a worker stuck in get times out, and the loop still ends", "[data][loader]") {
   Watchdog dog(std::chrono::seconds(60), "the timeout test");

@@ -1282,6 +1282,94 @@ TEST_CASE("the activation backwards as one functor (the CUDA backend's) match th
   }
 }
 
+namespace {
+
+// Parameters for each unary op that takes any, chosen off the defaults.
+UnaryParams op_set_test_params(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::PowScalar: return PowScalarParams{3};
+    case UnaryOp::Clamp: return ClampParams{Scalar(-0.5), Scalar(0.75)};
+    case UnaryOp::LeakyRelu: return LeakyReluParams{0.2};
+    case UnaryOp::Elu: return EluParams{0.7, 1.5, 2.0};
+    case UnaryOp::Softplus: return SoftplusParams{2.0, 3.0};
+    default: return NoParams{};
+  }
+}
+
+template <typename M>
+bool same_value(M a, M b) {
+  if constexpr (std::is_floating_point_v<M>)
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+  else
+    return a == b;
+}
+
+// The op set's result at each x, against the op's own functor (visit_*).
+template <typename M>
+void check_unary_set(UnaryOp op, const std::vector<double>& xs) {
+  const UnaryParams params = op_set_test_params(op);
+  for (double xd : xs) {
+    const M x = static_cast<M>(xd);
+    M want{}, got{};
+    if (is_numeric_unary(op)) {
+      fn::visit_numeric_unary<M>(op, params, [&](auto f) { want = f(x); });
+      got = fn::NumericUnaryOps<M>::make(op, params)(x);
+    } else if constexpr (std::is_floating_point_v<M>) {
+      fn::visit_floating_unary<M>(op, params, [&](auto f) { want = f(x); });
+      got = fn::FloatingUnaryOps<M>::make(op, params)(x);
+    }
+    INFO("x = " << xd << ": want " << +want << ", got " << +got);
+    CHECK(same_value(want, got));
+  }
+}
+
+template <typename M>
+void check_arithmetic_set(BinaryOp op, const std::vector<std::pair<double, double>>& ab) {
+  const Scalar alpha = 2;
+  for (const auto& [ad, bd] : ab) {
+    const M a = static_cast<M>(ad), b = static_cast<M>(bd);
+    M want{};
+    fn::visit_arithmetic<M>(op, alpha, NoParams{}, [&](auto f) { want = f(a, b); });
+    const M got = fn::ArithmeticOps<M>::make(op, alpha)(a, b);
+    INFO("a = " << ad << ", b = " << bd << ": want " << +want << ", got " << +got);
+    CHECK(same_value(want, got));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the unary and arithmetic op sets (the CUDA backend's) match the per-op functors", "[elementwise][op_set]") {
+  const std::vector<double> xs = {-3, -0.75, -0.5, 0, 0.25, 0.5, 1.5, 4, 25};
+  const std::vector<double> ints = {-3, -1, 0, 2, 5};
+#define X(Name, ...)                                   \
+  {                                                    \
+    INFO(#Name);                                       \
+    check_unary_set<double>(UnaryOp::Name, xs);        \
+    check_unary_set<float>(UnaryOp::Name, xs);         \
+    if (is_numeric_unary(UnaryOp::Name)) {             \
+      check_unary_set<int64_t>(UnaryOp::Name, ints);   \
+      check_unary_set<int32_t>(UnaryOp::Name, ints);   \
+      check_unary_set<uint8_t>(UnaryOp::Name, {0, 3}); \
+    }                                                  \
+  }
+  TANDEM_UNARY_OPS(X)
+#undef X
+  const std::vector<std::pair<double, double>> reals = {{1.5, -0.25}, {-3, 2}, {0, 0.5}, {4, 3}, {-0.5, -2}};
+  const std::vector<std::pair<double, double>> whole = {{-3, 1}, {0, 2}, {5, 3}, {7, -2}};
+#define X(Name, ...)                                                 \
+  {                                                                  \
+    INFO(#Name);                                                     \
+    check_arithmetic_set<double>(BinaryOp::Name, reals);             \
+    check_arithmetic_set<float>(BinaryOp::Name, reals);              \
+    check_arithmetic_set<int64_t>(BinaryOp::Name, whole);            \
+    check_arithmetic_set<int32_t>(BinaryOp::Name, whole);            \
+    check_arithmetic_set<uint8_t>(BinaryOp::Name, {{3, 1}, {0, 2}}); \
+    check_arithmetic_set<bool>(BinaryOp::Name, {{1, 1}, {0, 1}});    \
+  }
+  TANDEM_ARITHMETIC_OPS(X)
+#undef X
+}
+
 // ---------------------------------------------------------------- the CUDA launcher's index math, on the cpu
 // kernels/cuda/loops.h is plain C++: its divider, offset calculator, 32-bit
 // splitting and vectorization check are proven here, where no GPU is needed.
