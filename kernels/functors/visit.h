@@ -89,69 +89,58 @@ TANDEM_HD_INLINE auto call_op_set(const Set& set, A... a) {
   return set.visit([&](const auto& f) { return f(a...); });
 }
 
-// The numeric unary ops (is_numeric_unary).
-template <typename M>
-struct NumericUnaryOps {
+// The unary ops of one dtype group (the op table's dtypes column): the
+// numeric ones (is_numeric_unary), or the floating ones (M floating). Each
+// op's functor is a member, but only the group's are built and run.
+enum class UnaryGroup { Numeric, Floating };
+
+template <typename M, UnaryGroup G>
+struct UnaryOps {
   using op_set = void;
   UnaryOp op;
-#define X(Name, name, dtypes, ...) TANDEM_VISIT_WHEN_##dtypes(Name<M> Name##_{};)
+#define X(Name, ...) Name<M> Name##_{};
   TANDEM_UNARY_OPS(X)
 #undef X
 
-  static NumericUnaryOps make(UnaryOp op, const UnaryParams& params) {
-    NumericUnaryOps s{op};
+  static UnaryOps make(UnaryOp op, const UnaryParams& params) {
+    UnaryOps s{op};
     switch (op) {
-#define X(Name, name, dtypes, keeps, Params, ...) \
-  TANDEM_VISIT_WHEN_##dtypes(case UnaryOp::Name : s.Name##_ = make_functor<Name<M>, Params>(params); return s;)
+#define X(Name, name, dtypes, keeps, Params, ...)        \
+  case UnaryOp::Name:                                    \
+    if constexpr (UnaryGroup::dtypes == G) {             \
+      s.Name##_ = make_functor<Name<M>, Params>(params); \
+      return s;                                          \
+    }                                                    \
+    break;
       TANDEM_UNARY_OPS(X)
 #undef X
-      default: break;
     }
-    TANDEM_INTERNAL_ASSERT(false, "NumericUnaryOps: ", op_name(op), " is floating only");
+    TANDEM_INTERNAL_ASSERT(false, "UnaryOps: ", op_name(op),
+                           G == UnaryGroup::Numeric ? " is floating only" : " is numeric");
   }
-  template <typename G>
-  TANDEM_HD_INLINE decltype(auto) visit(G&& g) const {
+  template <typename G2>
+  TANDEM_HD_INLINE decltype(auto) visit(G2&& g) const {
     switch (op) {
-#define X(Name, name, dtypes, ...) TANDEM_VISIT_WHEN_##dtypes(case UnaryOp::Name : return g(Name##_);)
+#define X(Name, name, dtypes, ...)                            \
+  case UnaryOp::Name:                                         \
+    if constexpr (UnaryGroup::dtypes == G) return g(Name##_); \
+    break;
       TANDEM_UNARY_OPS(X)
 #undef X
-      default: return g(Neg_);  // unreachable: make() admits these ops only
     }
+    // Unreachable: make() admits the group's ops only.
+    if constexpr (G == UnaryGroup::Numeric)
+      return g(Neg_);
+    else
+      return g(Exp_);
   }
   TANDEM_HD_INLINE M operator()(M x) const { return call_op_set(*this, x); }
 };
 
-// The floating unary ops (not is_numeric_unary); M is floating.
 template <typename M>
-struct FloatingUnaryOps {
-  using op_set = void;
-  UnaryOp op;
-#define X(Name, name, dtypes, ...) TANDEM_VISIT_UNLESS_##dtypes(Name<M> Name##_{};)
-  TANDEM_UNARY_OPS(X)
-#undef X
-
-  static FloatingUnaryOps make(UnaryOp op, const UnaryParams& params) {
-    FloatingUnaryOps s{op};
-    switch (op) {
-#define X(Name, name, dtypes, keeps, Params, ...) \
-  TANDEM_VISIT_UNLESS_##dtypes(case UnaryOp::Name : s.Name##_ = make_functor<Name<M>, Params>(params); return s;)
-      TANDEM_UNARY_OPS(X)
-#undef X
-      default: break;
-    }
-    TANDEM_INTERNAL_ASSERT(false, "FloatingUnaryOps: ", op_name(op), " is numeric");
-  }
-  template <typename G>
-  TANDEM_HD_INLINE decltype(auto) visit(G&& g) const {
-    switch (op) {
-#define X(Name, name, dtypes, ...) TANDEM_VISIT_UNLESS_##dtypes(case UnaryOp::Name : return g(Name##_);)
-      TANDEM_UNARY_OPS(X)
-#undef X
-      default: return g(Exp_);  // unreachable: make() admits these ops only
-    }
-  }
-  TANDEM_HD_INLINE M operator()(M x) const { return call_op_set(*this, x); }
-};
+using NumericUnaryOps = UnaryOps<M, UnaryGroup::Numeric>;
+template <typename M>
+using FloatingUnaryOps = UnaryOps<M, UnaryGroup::Floating>;  // M is floating
 
 #undef TANDEM_VISIT_WHEN_Numeric
 #undef TANDEM_VISIT_WHEN_Floating
