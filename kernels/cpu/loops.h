@@ -22,43 +22,40 @@ using ::tandem::kMaxDims;
 using ::tandem::make_plan;
 using ::tandem::strided_plan;
 
-// Calls inner(ptrs, inner_strides, n) for runs along the innermost dim that
-// cover linear indices [begin, end) of the plan.
+// The body of a run along the innermost dim: ptrs at its first element,
+// the operands' byte strides along it, and its length.
+using RunFn = void (*)(const void* ctx, char** ptrs, const int64_t* strides, int64_t n);
+
+// Calls run(ctx, ptrs, inner_strides, n) for the runs along the innermost
+// dim that cover linear indices [begin, end) of the plan. Out of line
+// (loops.cpp, for N = 1 to 4) and called through a pointer, once per run, so
+// that the index walk is compiled once per operand count rather than once per
+// op and dtype; the run itself is the tight loop.
+template <int N>
+void plan_for_each(const ElementwisePlan<N>& p, int64_t begin, int64_t end, RunFn run, const void* ctx);
+
+// The same over the whole plan, split among threads when it is large.
+template <int N>
+void plan_for_all(const ElementwisePlan<N>& p, RunFn run, const void* ctx);
+
+extern template void plan_for_each<1>(const ElementwisePlan<1>&, int64_t, int64_t, RunFn, const void*);
+extern template void plan_for_each<2>(const ElementwisePlan<2>&, int64_t, int64_t, RunFn, const void*);
+extern template void plan_for_each<3>(const ElementwisePlan<3>&, int64_t, int64_t, RunFn, const void*);
+extern template void plan_for_each<4>(const ElementwisePlan<4>&, int64_t, int64_t, RunFn, const void*);
+extern template void plan_for_all<1>(const ElementwisePlan<1>&, RunFn, const void*);
+extern template void plan_for_all<2>(const ElementwisePlan<2>&, RunFn, const void*);
+extern template void plan_for_all<3>(const ElementwisePlan<3>&, RunFn, const void*);
+extern template void plan_for_all<4>(const ElementwisePlan<4>&, RunFn, const void*);
+
+// plan_for_each with any callable inner(ptrs, inner_strides, n).
 template <int N, typename Inner>
 void plan_for_each(const ElementwisePlan<N>& p, int64_t begin, int64_t end, const Inner& inner) {
-  if (p.ndim == 0) {
-    if (begin < end) {
-      char* ptrs[N];
-      int64_t zero[N] = {};
-      for (int k = 0; k < N; ++k) ptrs[k] = p.data[k];
-      inner(ptrs, zero, int64_t{1});
-    }
-    return;
-  }
-  const int last = p.ndim - 1;
-  int64_t idx[kMaxDims];
-  int64_t rem = begin;
-  for (int d = last; d >= 0; --d) {
-    idx[d] = rem % p.sizes[d];
-    rem /= p.sizes[d];
-  }
-  int64_t pos = begin;
-  while (pos < end) {
-    char* ptrs[N];
-    for (int k = 0; k < N; ++k) {
-      int64_t off = 0;
-      for (int d = 0; d <= last; ++d) off += idx[d] * p.strides[d][k];
-      ptrs[k] = p.data[k] + off;
-    }
-    int64_t n = std::min(p.sizes[last] - idx[last], end - pos);
-    inner(ptrs, p.strides[last], n);
-    pos += n;
-    idx[last] += n;
-    for (int d = last; d > 0 && idx[d] == p.sizes[d]; --d) {
-      idx[d] = 0;
-      ++idx[d - 1];
-    }
-  }
+  plan_for_each<N>(
+      p, begin, end,
+      [](const void* ctx, char** ptrs, const int64_t* strides, int64_t n) {
+        (*static_cast<const Inner*>(ctx))(ptrs, strides, n);
+      },
+      &inner);
 }
 
 namespace detail {
@@ -89,11 +86,12 @@ inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f
 template <typename Out, typename... In, typename F>
 void cpu_kernel(const ElementwisePlan<sizeof...(In) + 1>& plan, const F& f) {
   constexpr int N = sizeof...(In) + 1;
-  parallel_for(0, plan.numel, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    plan_for_each<N>(plan, b, e, [&](char** ptrs, const int64_t* strides, int64_t n) {
-      detail::apply_run<Out, In...>(ptrs, strides, n, f, std::index_sequence_for<In...>{});
-    });
-  });
+  plan_for_all<N>(
+      plan,
+      [](const void* ctx, char** ptrs, const int64_t* strides, int64_t n) {
+        detail::apply_run<Out, In...>(ptrs, strides, n, *static_cast<const F*>(ctx), std::index_sequence_for<In...>{});
+      },
+      &f);
 }
 
 // out[i] = f(in_0[i], ...) with inputs converted to their opmath type (float

@@ -45,4 +45,24 @@ void set_num_threads(int n) {
   g_threads.store(n, std::memory_order_relaxed);
 }
 
+void parallel_for_range(int64_t begin, int64_t end, int64_t grain, RangeFn f, const void* ctx) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+#ifdef _OPENMP
+  const int nthreads = num_threads();
+  if (n > grain && nthreads > 1 && !omp_in_parallel()) {
+    const int64_t tasks = std::min<int64_t>(nthreads, (n + grain - 1) / grain);
+#pragma omp parallel num_threads(static_cast <int>(tasks))
+    {
+      const int64_t tid = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t chunk = (n + nt - 1) / nt;
+      const int64_t b = begin + tid * chunk, e = std::min(end, b + chunk);
+      if (b < e) f(ctx, b, e);
+    }
+    return;
+  }
+#endif
+  f(ctx, begin, end);
+}
+
 }  // namespace tandem::cpu

@@ -30,25 +30,22 @@ constexpr int64_t kElementwiseGrain = 32768;
 int num_threads();
 void set_num_threads(int n);
 
+// The body of a parallel_for: f(ctx, begin, end) over a share of the range.
+using RangeFn = void (*)(const void* ctx, int64_t begin, int64_t end);
+
+// parallel_for's one OpenMP region (parallel.cpp), so that each caller's
+// lambda compiles into a plain function rather than into an outlined region
+// of its own.
+void parallel_for_range(int64_t begin, int64_t end, int64_t grain, RangeFn f, const void* ctx);
+
+// f(b, e) over shares [b, e) of [begin, end): one share per thread, on
+// min(num_threads(), n / grain rounded up) threads, and on the calling
+// thread alone when the range is at most grain or inside a parallel region.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
-  int64_t n = end - begin;
-  if (n <= 0) return;
-#ifdef _OPENMP
-  int nthreads = num_threads();
-  if (n > grain && nthreads > 1 && !omp_in_parallel()) {
-    int64_t tasks = std::min<int64_t>(nthreads, (n + grain - 1) / grain);
-#pragma omp parallel num_threads(static_cast <int>(tasks))
-    {
-      int64_t tid = omp_get_thread_num(), nt = omp_get_num_threads();
-      int64_t chunk = (n + nt - 1) / nt;
-      int64_t b = begin + tid * chunk, e = std::min(end, b + chunk);
-      if (b < e) f(b, e);
-    }
-    return;
-  }
-#endif
-  f(begin, end);
+  if (end - begin <= 0) return;
+  parallel_for_range(
+      begin, end, grain, [](const void* ctx, int64_t b, int64_t e) { (*static_cast<const F*>(ctx))(b, e); }, &f);
 }
 
 }  // namespace tandem::cpu
