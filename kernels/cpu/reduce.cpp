@@ -509,7 +509,7 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams
     case ReduceOp::Mean:
       return dispatch_floating(in.dtype(), "mean (cpu)", [&]<typename T>() {
         using M = opmath_t<T>;
-        reduce_to<T>(p, out, in, fn::MeanOps<M>{{}, static_cast<M>(p.reduce_numel)});
+        reduce_to<T>(p, out, in, fn::mean_ops<M>(p.reduce_numel));
       });
     case ReduceOp::Amax:
       return dispatch_all(in.dtype(), "amax (cpu)",

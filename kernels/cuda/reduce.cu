@@ -100,8 +100,6 @@ inline constexpr int kUnroll = 2;
 template <typename A>
 inline constexpr int kUnroll<fn::SumOps<A>> = 4;
 template <typename A>
-inline constexpr int kUnroll<fn::MeanOps<A>> = 4;
-template <typename A>
 inline constexpr int kUnroll<fn::ProdOps<A>> = 4;
 template <typename A>
 inline constexpr int kUnroll<fn::MaxOps<A>> = 4;
@@ -407,7 +405,7 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, const ReduceParams
     case ReduceOp::Mean:
       return dispatch_floating(in.dtype(), "mean (cuda)", [&]<typename T>() {
         using M = opmath_t<T>;
-        reduce_to<T>(l, out, in, fn::MeanOps<M>{{}, static_cast<M>(l.reduce_numel)});
+        reduce_to<T>(l, out, in, fn::mean_ops<M>(l.reduce_numel));
       });
     case ReduceOp::Amax:
       return dispatch_all(in.dtype(), "amax (cuda)",

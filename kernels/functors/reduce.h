@@ -86,22 +86,30 @@ TANDEM_HD_INLINE T min_skip_nan(T a, T x) {
 }
 
 // ---- sum, mean, prod
+// The sum, divided by count when Acc is a float: count is 1 for a sum and
+// the number of elements reduced for a mean (NaN for none, as torch), so
+// that sum and mean share one fold (and one kernel) per dtype.
 template <typename Acc>
 struct SumOps {
   using acc_t = Acc;
   using in_t = Acc;
+  Acc count = Acc(1);
   TANDEM_HD_INLINE Acc identity() const { return Acc(0); }
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return add_wrap(a, x); }
   TANDEM_HD_INLINE Acc combine(Acc a, Acc b) const { return add_wrap(a, b); }
-  TANDEM_HD_INLINE Acc project(Acc a) const { return a; }
+  TANDEM_HD_INLINE Acc project(Acc a) const {
+    if constexpr (is_float_type_v<Acc>)
+      return count == Acc(1) ? a : a / count;
+    else
+      return a;
+  }
 };
 
-// The sum divided by the number of elements reduced (NaN for none, as torch).
+// The mean: a float sum divided by the number of elements reduced.
 template <typename Acc>
-struct MeanOps : SumOps<Acc> {
-  Acc count;
-  TANDEM_HD_INLINE Acc project(Acc a) const { return a / count; }
-};
+SumOps<Acc> mean_ops(int64_t count) {
+  return SumOps<Acc>{static_cast<Acc>(count)};
+}
 
 template <typename Acc>
 struct ProdOps {
