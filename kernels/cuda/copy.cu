@@ -1,7 +1,12 @@
 // CUDA copy: dst = src converted to dst's dtype, src broadcast to dst's
 // shape. Contiguous copies of one dtype are a cudaMemcpyAsync; other copies
 // of one dtype move raw bits by element size, through a shared-memory tile
-// when the copy transposes; conversions apply fn::Cast through gpu_kernel.
+// when the copy transposes. Conversions apply fn::Cast: between the float
+// dtypes (autocast's casts, which must stream at full bandwidth) through
+// gpu_kernel's vector and strided kernels, one pair per kernel; to or from
+// an integer or bool through one kernel per destination dtype that reads
+// its source dtype from an argument (a switch a thread, as PyTorch's
+// dynamic casting), which keeps 88 kernels down to 8.
 #include "kernels/cuda/loops.cuh"
 #include "kernels/elementwise.h"
 #include "kernels/functors/elementwise.h"
@@ -119,6 +124,72 @@ void copy_bits(const Tensor& dst, const Tensor& src) {
   });
 }
 
+// To a 16-bit float, the cast stops at float and the store rounds once, as
+// static_cast<Half>(x) does through float on the CPU.
+template <typename To>
+using cast_to_t = std::conditional_t<std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>, float, To>;
+
+// f.template operator()<T>() with T the C++ type of a dtype, on the device.
+template <typename F>
+TANDEM_DEVICE_INLINE void with_dtype(Dtype dtype, F&& f) {
+  switch (dtype) {
+    case Dtype::Float32: return f.template operator()<float>();
+    case Dtype::Float64: return f.template operator()<double>();
+    case Dtype::Float16: return f.template operator()<Half>();
+    case Dtype::BFloat16: return f.template operator()<BFloat16>();
+    case Dtype::Int64: return f.template operator()<int64_t>();
+    case Dtype::Int32: return f.template operator()<int32_t>();
+    case Dtype::UInt8: return f.template operator()<uint8_t>();
+    case Dtype::Bool: return f.template operator()<bool>();
+  }
+}
+
+// dst = src converted, with src's dtype known at run time: the strided
+// kernel's layout (kStridedUnroll elements a thread, a block's threads on
+// adjacent elements, every load before the first store).
+template <typename To>
+__global__ void __launch_bounds__(kStridedThreads)
+    cast_kernel(OffsetCalculator<2> calc, detail::Pointers<2> data, uint32_t numel, Dtype from) {
+  const uint32_t first = blockIdx.x * (kStridedThreads * kStridedUnroll) + threadIdx.x;
+  // The offsets do not depend on the dtype: computed once, outside the switch.
+  int32_t out_off[kStridedUnroll], in_off[kStridedUnroll];
+#pragma unroll
+  for (int j = 0; j < kStridedUnroll; ++j) {
+    const uint32_t idx = first + j * kStridedThreads;
+    if (idx < numel) {
+      const Offsets<2> off = calc.get(idx);
+      out_off[j] = off.at[0];
+      in_off[j] = off.at[1];
+    }
+  }
+  with_dtype(from, [&]<typename From>() {
+    opmath_t<From> x[kStridedUnroll];
+#pragma unroll
+    for (int j = 0; j < kStridedUnroll; ++j)
+      if (first + j * kStridedThreads < numel)
+        x[j] = detail::to_opmath(*reinterpret_cast<const From*>(data.at[1] + in_off[j]));
+#pragma unroll
+    for (int j = 0; j < kStridedUnroll; ++j)
+      if (first + j * kStridedThreads < numel)
+        *reinterpret_cast<To*>(data.at[0] + out_off[j]) = detail::to_out<To>(fn::Cast<cast_to_t<To>>{}(x[j]));
+  });
+}
+
+template <typename To>
+void cast_copy(const Tensor& dst, const Tensor& src) {
+  const ElementwisePlan<2> plan = make_plan<2>({&dst, &src});
+  DeviceGuard guard(dst.device().index());
+  cudaStream_t stream = stream_of(dst);
+  for_each_32bit_piece<2>(plan, [&](const ElementwisePlan<2>& piece) {
+    detail::Pointers<2> data{{piece.data[0], piece.data[1]}};
+    const auto numel = static_cast<uint32_t>(piece.numel);
+    const int64_t blocks = ceil_div(numel, kStridedThreads * kStridedUnroll);
+    TANDEM_LAUNCH(static_cast<unsigned>(blocks), kStridedThreads, 0, stream, cast_kernel<To>)
+    (OffsetCalculator<2>(piece), data, numel, src.dtype());
+    TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+}
+
 }  // namespace
 
 void copy(const Tensor& dst, const Tensor& src) {
@@ -138,16 +209,14 @@ void copy(const Tensor& dst, const Tensor& src) {
     }
     TANDEM_INTERNAL_ASSERT(false, "copy (cuda): element size ", dst.element_size());
   }
-  dispatch_all(dst.dtype(), "copy (cuda)", [&]<typename To>() {
-    dispatch_all(src.dtype(), "copy (cuda)", [&]<typename From>() {
-      if constexpr (!std::is_same_v<To, From>) {
-        // To a 16-bit float, the cast stops at float and the store rounds
-        // once, as static_cast<Half>(x) does through float on the CPU.
-        using CastTo = std::conditional_t<std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>, float, To>;
-        gpu_kernel<To, From>(dst, {&src}, fn::Cast<CastTo>{});
-      }
+  if (is_floating_point(dst.dtype()) && is_floating_point(src.dtype())) {
+    return dispatch_floating(dst.dtype(), "copy (cuda)", [&]<typename To>() {
+      dispatch_floating(src.dtype(), "copy (cuda)", [&]<typename From>() {
+        if constexpr (!std::is_same_v<To, From>) gpu_kernel<To, From>(dst, {&src}, fn::Cast<cast_to_t<To>>{});
+      });
     });
-  });
+  }
+  dispatch_all(dst.dtype(), "copy (cuda)", [&]<typename To>() { cast_copy<To>(dst, src); });
 }
 
 }  // namespace tandem::cuda
