@@ -86,6 +86,7 @@ inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f
 template <typename Out, typename... In, typename F>
 void cpu_kernel(const ElementwisePlan<sizeof...(In) + 1>& plan, const F& f) {
   constexpr int N = sizeof...(In) + 1;
+  static_assert(N >= 1 && N <= 4, "loops.cpp compiles the index walk for 1 to 4 operands");
   plan_for_all<N>(
       plan,
       [](const void* ctx, char** ptrs, const int64_t* strides, int64_t n) {

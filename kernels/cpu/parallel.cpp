@@ -45,6 +45,16 @@ void set_num_threads(int n) {
   g_threads.store(n, std::memory_order_relaxed);
 }
 
+bool splits(int64_t n, int64_t grain) {
+#ifdef _OPENMP
+  return n > grain && num_threads() > 1 && !omp_in_parallel();
+#else
+  (void)n;
+  (void)grain;
+  return false;
+#endif
+}
+
 void parallel_for_range(int64_t begin, int64_t end, int64_t grain, RangeFn f, const void* ctx) {
   const int64_t n = end - begin;
   if (n <= 0) return;

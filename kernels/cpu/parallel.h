@@ -41,9 +41,13 @@ void parallel_for_range(int64_t begin, int64_t end, int64_t grain, RangeFn f, co
 // f(b, e) over shares [b, e) of [begin, end): one share per thread, on
 // min(num_threads(), n / grain rounded up) threads, and on the calling
 // thread alone when the range is at most grain or inside a parallel region.
+// Whether parallel_for splits a range of n elements (parallel.cpp).
+bool splits(int64_t n, int64_t grain);
+
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   if (end - begin <= 0) return;
+  if (!splits(end - begin, grain)) return f(begin, end);
   parallel_for_range(
       begin, end, grain, [](const void* ctx, int64_t b, int64_t e) { (*static_cast<const F*>(ctx))(b, e); }, &f);
 }

@@ -146,17 +146,21 @@ TANDEM_DEVICE_INLINE void with_dtype(Dtype dtype, F&& f) {
 
 // dst = src converted, with src's dtype known at run time: the strided
 // kernel's layout (kStridedUnroll elements a thread, a block's threads on
-// adjacent elements, every load before the first store).
+// adjacent elements, every load before the first store). A contiguous piece
+// (src_elem > 0: src's element size) skips the offset calculator.
 template <typename To>
 __global__ void __launch_bounds__(kStridedThreads)
-    cast_kernel(OffsetCalculator<2> calc, detail::Pointers<2> data, uint32_t numel, Dtype from) {
+    cast_kernel(OffsetCalculator<2> calc, detail::Pointers<2> data, uint32_t numel, Dtype from, int32_t src_elem) {
   const uint32_t first = blockIdx.x * (kStridedThreads * kStridedUnroll) + threadIdx.x;
   // The offsets do not depend on the dtype: computed once, outside the switch.
   int32_t out_off[kStridedUnroll], in_off[kStridedUnroll];
 #pragma unroll
   for (int j = 0; j < kStridedUnroll; ++j) {
     const uint32_t idx = first + j * kStridedThreads;
-    if (idx < numel) {
+    if (idx < numel && src_elem > 0) {
+      out_off[j] = static_cast<int32_t>(idx * sizeof(To));
+      in_off[j] = static_cast<int32_t>(idx) * src_elem;
+    } else if (idx < numel) {
       const Offsets<2> off = calc.get(idx);
       out_off[j] = off.at[0];
       in_off[j] = off.at[1];
@@ -184,8 +188,11 @@ void cast_copy(const Tensor& dst, const Tensor& src) {
     detail::Pointers<2> data{{piece.data[0], piece.data[1]}};
     const auto numel = static_cast<uint32_t>(piece.numel);
     const int64_t blocks = ceil_div(numel, kStridedThreads * kStridedUnroll);
+    const auto src_elem = static_cast<int32_t>(src.element_size());
+    const bool contiguous =
+        piece.ndim == 1 && piece.strides[0][0] == int64_t{sizeof(To)} && piece.strides[0][1] == src_elem;
     TANDEM_LAUNCH(static_cast<unsigned>(blocks), kStridedThreads, 0, stream, cast_kernel<To>)
-    (OffsetCalculator<2>(piece), data, numel, src.dtype());
+    (OffsetCalculator<2>(piece), data, numel, src.dtype(), contiguous ? src_elem : 0);
     TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
   });
 }

@@ -98,7 +98,7 @@ struct SumOps {
   TANDEM_HD_INLINE Acc reduce(Acc a, Acc x, int64_t) const { return add_wrap(a, x); }
   TANDEM_HD_INLINE Acc combine(Acc a, Acc b) const { return add_wrap(a, b); }
   TANDEM_HD_INLINE Acc project(Acc a) const {
-    if constexpr (is_float_type_v<Acc>)
+    if constexpr (std::is_floating_point_v<Acc>)  // Acc is an opmath type: float for the 16-bit floats
       return count == Acc(1) ? a : a / count;
     else
       return a;
