@@ -872,11 +872,11 @@ TEST_CASE("tandem train: Ctrl-C stops with a checkpoint that resumes bit for bit
   if (!have_dataset()) return;
   TempDir dir;
   // The Ctrl-C must land in epoch 1, which must be long enough for that. The
-  // whole training set (469 steps an epoch) takes under a second an epoch on
-  // the cpu; on a simulated GPU, which runs each kernel thread by thread on
-  // the host, 64 steps take 20 s under the sanitizers (400 examples a second:
-  // the whole set, resumed and uninterrupted side by side, outran the 300 s
-  // watchdog on a slow 2-core machine).
+  // whole training set (469 steps an epoch) takes under a second an epoch on the
+  // cpu (a few seconds under the sanitizers); on a simulated GPU, which runs
+  // each kernel thread by thread on the host, 64 steps take 20 s under the
+  // sanitizers (400 examples a second: the whole set, resumed and uninterrupted
+  // side by side, outran the 300 s watchdog on a slow 2-core machine).
   Args flags = {"--epochs", "2", "--test-examples", "256"};
   if (cuda::is_simulated()) flags = cat(flags, {"--train-examples", "8192"});
   std::string u = dir.file("uninterrupted"), i = dir.file("interrupted");
