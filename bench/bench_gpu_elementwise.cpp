@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
       Tensor b = full({n}, -0.5, TensorOptions(dt).device(gpu));
       Tensor row = full({cols}, 1.5, TensorOptions(dt).device(gpu));
       Tensor a2 = a.view({n / cols, cols}), sq = a.view({side, side});
+      // Bytes as the data loader delivers images: .to() from an integer type
+      // takes the one cast kernel per destination dtype (kernels/cuda/copy.cu).
+      Tensor u8 = full({n}, 7, TensorOptions(kUInt8).device(gpu));
       const Dtype other = dt == kFloat32 ? kBFloat16 : kFloat32;
       const double so = static_cast<double>(element_size(other));
       const std::string to_name = std::string(".to(") + std::string(dtype_name(other)) + ")";
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
           {"add (N,1024)+(1024)", 2 * n * s + cols * s, [&] { Tensor r = a2 + row; }},
           {"t().contiguous() square", 2 * n * s, [&] { Tensor r = sq.t().contiguous(); }},
           {to_name, n * (s + so), [&] { Tensor r = a.to(other); }},
+          {"uint8 .to(" + std::string(dtype_name(dt)) + ")", n * (1 + s), [&] { Tensor r = u8.to(dt); }},
       };
       // One pair of raw buffers for the ceiling, as large as the largest case.
       double max_bytes = 0;
