@@ -3,6 +3,7 @@
 // same API runs on a real GPU (tests/test_gpu_memory.cpp checks it there).
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -109,4 +110,129 @@ TEST_CASE("record_stream checks the tensor's device", "[streams]") {
   g.record_stream(s);  // allowed; on emulated devices there is nothing to wait for
   CHECK_THROWS_AS(ones({4}).record_stream(s), DeviceError);
   CHECK_THROWS_WITH(ones({4}).record_stream(s), "record_stream: the tensor is on cpu but the stream is on cuda:0");
+}
+
+// ---------------------------------------------------------------- host synchronisations
+
+namespace {
+// With caching off (sanitizer runs) every free is a cudaFree, which waits
+// and is counted: the exact figures below assume the caching allocator. The
+// allocator's rule for TANDEM_NO_CUDA_MEMORY_CACHING (unset, empty or 0: on).
+bool caching_off() {
+  const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+}  // namespace
+
+TEST_CASE("host synchronisations: reading a value back waits, kernels and device-to-device copies do not",
+          "[streams]") {
+  if (!cuda::is_available()) {
+    CHECK_THROWS_WITH(cuda::host_synchronizations(),
+                      Catch::StartsWith("host_synchronizations: CUDA is not available ("));
+    return;
+  }
+  if (caching_off()) return;
+  const TensorOptions dev = TensorOptions(kFloat32).device("cuda:0");
+  auto syncs = [] { return cuda::host_synchronizations(0); };
+  Tensor a = arange(0, 1000, 1, dev);  // made on the device: no upload
+  int64_t n = syncs();
+  Tensor b = a * 2 + 1;
+  Tensor s = b.sum();
+  Tensor c = b.clone(), d = b.to(kFloat16).to(kFloat32);
+  CHECK(syncs() == n);  // kernels and copies within the device are queued, not waited for
+  CHECK(s.item<float>() == 1000000.0f);
+  CHECK(syncs() == n + 1);
+  Tensor h = b.to(Device(kCPU));
+  CHECK(syncs() == n + 2);
+  CHECK(h[999].item<float>() == 1999.0f);  // a cpu tensor: no wait
+  CHECK(d.to_vector<float>().size() == 1000);
+  CHECK(syncs() == n + 3);
+  CHECK(cuda::memory_stats(0).at("num_host_syncs") == syncs());
+  CHECK(cuda::host_synchronizations() == syncs());  // -1: the current device, cuda:0
+  CHECK_THROWS_WITH(cuda::host_synchronizations(cuda::device_count()),
+                    Catch::StartsWith("host_synchronizations: invalid device " + std::to_string(cuda::device_count())));
+}
+
+TEST_CASE("host synchronisations: a pageable upload waits, a non_blocking one from pinned memory does not",
+          "[streams]") {
+  if (!cuda::is_available() || caching_off()) return;
+  auto syncs = [] { return cuda::host_synchronizations(0); };
+  Tensor host = ones({256});
+  Tensor pinned = host.pin_memory();
+  int64_t n = syncs();
+  Tensor g = host.to(Device("cuda:0"));
+  CHECK(syncs() == n + 1);  // the pageable buffer may be reused as soon as to() returns
+  Tensor p = pinned.to(Device("cuda:0"), /*non_blocking=*/true);
+  Tensor p2 = pinned.to(Device("cuda:0"));  // pinned but blocking: waits
+  CHECK(syncs() == n + 2);
+  CHECK((p + p2 + g).sum().item<float>() == 768.0f);
+  CHECK(syncs() == n + 3);
+}
+
+TEST_CASE("host synchronisations: synchronize(), Stream and Event synchronize() count one each", "[streams]") {
+  if (!cuda::is_available() || caching_off()) return;
+  auto syncs = [] { return cuda::host_synchronizations(0); };
+  int64_t n = syncs();
+  cuda::synchronize(0);
+  CHECK(syncs() == n + 1);
+  cuda::get_stream_from_pool(0).synchronize();
+  CHECK(syncs() == n + 2);
+  cuda::Event e;
+  e.synchronize();  // never recorded: nothing to wait for
+  CHECK(syncs() == n + 2);
+  e.record(cuda::current_stream(0));
+  e.synchronize();
+  CHECK(syncs() == n + 3);
+  CHECK(e.query());  // asks, does not wait
+  CHECK(syncs() == n + 3);
+  cuda::Event t0(/*enable_timing=*/true), t1(/*enable_timing=*/true);
+  t0.record();
+  t1.record();
+  CHECK(syncs() == n + 3);
+  CHECK(t0.elapsed_time(t1) >= 0.0f);  // waits for its end point
+  CHECK(syncs() == n + 4);
+}
+
+TEST_CASE("host synchronisations: index_select, gather, scatter_add and embedding wait for their bounds check",
+          "[streams]") {
+  if (!cuda::is_available() || caching_off()) return;
+  // Each reads a bad-index flag back from the device (kernels/cuda/index.cu,
+  // embedding.cu), so that an index out of range is an IndexError at the
+  // call; an emulated device counts the same waits.
+  const Device dev("cuda:0");
+  auto syncs = [] { return cuda::host_synchronizations(0); };
+  Tensor t = arange(0, 12, 1, TensorOptions(kFloat32).device(dev)).view({3, 4});
+  Tensor idx = arange(0, 3, 1, TensorOptions(kInt64).device(dev));
+  Tensor idx2 = zeros({3, 4}, TensorOptions(kInt64).device(dev));
+  int64_t n = syncs();
+  Tensor r1 = index_select(t, 0, idx);
+  CHECK(syncs() == n + 1);
+  Tensor r2 = gather(t, 0, idx2);
+  CHECK(syncs() == n + 2);
+  Tensor r3 = scatter_add(t, 0, idx2, t);
+  CHECK(syncs() == n + 3);
+  Tensor r4 = embedding(t, idx);
+  CHECK(syncs() == n + 4);
+  Tensor none = index_select(t, 0, idx.slice(0, 0, 0));  // no element: no check, no wait
+  Tensor no_rows = embedding(t, idx.slice(0, 0, 0));
+  CHECK(none.size(0) == 0);
+  CHECK(no_rows.size(0) == 0);
+  CHECK(syncs() == n + 4);
+  CHECK((r4 - t).abs().sum().item<float>() == 0.0f);
+  CHECK(syncs() == n + 5);
+}
+
+TEST_CASE("host synchronisations are counted per device; a copy between two waits for both", "[streams]") {
+  if (cuda::device_count() < 2 || caching_off()) return;
+  Tensor a = ones({64}, TensorOptions().device("cuda:0"));
+  int64_t n0 = cuda::host_synchronizations(0), n1 = cuda::host_synchronizations(1);
+  a.sum().item<float>();
+  CHECK(cuda::host_synchronizations(0) == n0 + 1);
+  CHECK(cuda::host_synchronizations(1) == n1);
+  Tensor b = a.to(Device("cuda:1"));
+  CHECK(cuda::host_synchronizations(0) == n0 + 2);
+  CHECK(cuda::host_synchronizations(1) == n1 + 1);
+  cuda::synchronize(1);
+  CHECK(cuda::host_synchronizations(1) == n1 + 2);
+  CHECK(cuda::host_synchronizations(0) == n0 + 2);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cuda/stream.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
@@ -62,6 +63,9 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const size_t row_bytes = static_cast<size_t>(D) * weight.element_size();
   const auto* src = static_cast<const char*>(weight.data_ptr());
   auto* dst = static_cast<char*>(out.data_ptr());
+  // On an emulated cuda device, the wait a GPU makes to read its bad-index
+  // flag back (kernels/cuda/embedding.cu), counted as a host synchronisation.
+  if (K > 0 && out.device().is_cuda()) cuda::detail::count_host_sync(out.device().index());
   dispatch_index(indices.dtype(), "embedding (cpu)", [&]<typename I>() {
     const I* idx = indices.data_ptr<I>();
     check_indices(idx, K, num);

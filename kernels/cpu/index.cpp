@@ -10,11 +10,19 @@
 #include <cstring>
 
 #include "kernels/cpu/loops.h"
+#include "kernels/cuda/stream.h"
 #include "kernels/functors/elementwise.h"
 
 namespace tandem::cpu {
 
 namespace {
+
+// On an emulated cuda device (these kernels under a cuda tag), the wait a
+// GPU makes to read the bad-index flag back (kernels/cuda/index.cu), counted
+// as a host synchronisation under the same conditions.
+void count_index_check_wait(const Tensor& t) {
+  if (t.device().is_cuda()) cuda::detail::count_host_sync(t.device().index());
+}
 
 // t's strides in bytes, with `dim` zeroed (the index supplies that offset).
 // A tensor with fewer dims than the walk (a 0-dim one beside a 1-dim index)
@@ -92,6 +100,7 @@ void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& in
   int64_t size = dim_size(self, dim);
   dispatch_all(out.dtype(), "gather (cpu)",
                [&]<typename T>() { gather_plan<T, int64_t>(plan, dim_stride_bytes(self, dim), size, bad); });
+  if (out.numel() > 0) count_index_check_wait(out);
   bad.throw_if_found("gather", dim, size);
 }
 
@@ -110,6 +119,7 @@ void index_select(const Tensor& out, const Tensor& self, int64_t dim, const Tens
     dispatch_index(index.dtype(), "index_select (cpu)",
                    [&]<typename Idx>() { gather_plan<T, Idx>(plan, dim_stride_bytes(self, dim), size, bad); });
   });
+  if (out.numel() > 0) count_index_check_wait(out);
   bad.throw_if_found("index_select", dim, size);
 }
 
@@ -153,6 +163,7 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
       });
     });
   });
+  if (index.numel() > 0) count_index_check_wait(self);
   bad.throw_if_found("scatter_add", dim, size);
 }
 

@@ -232,6 +232,9 @@ class DeviceAllocator {
     }
     block->requested = 0;
     if (!caching_) {
+      // Work on other streams (record_stream) must end first. Emulated
+      // streams are names only and record no uses, so this counts on GPUs.
+      if (!block->uses.empty()) count_host_sync(device_);
       for (const StreamRef& s : block->uses) cuda::detail::stream_synchronize(device_, s.handle);
       release_segment(block);
       return;
@@ -372,6 +375,7 @@ class DeviceAllocator {
 
   // A block that is a whole segment, back to the device.
   void release_segment(Block* b) {
+    count_host_sync(device_);  // cudaFree waits for the device (an emulated one counts it too)
     raw_->release(b->ptr, b->size);
     ++stats_.num_device_free;
     for (int i : {0, pool_index(b->small)}) {
@@ -398,6 +402,10 @@ class DeviceAllocator {
   }
 
   void synchronize_and_free_events() {
+    // A wait only when some event has not passed yet.
+    bool waits = false;
+    for (const auto& e : events_) waits = waits || !cuda::detail::event_query(e.first);
+    if (waits) count_host_sync(device_);
     for (auto& e : events_) {
       cuda::detail::event_synchronize(e.first);
       event_done(e);
@@ -495,6 +503,7 @@ std::map<std::string, int64_t> memory_stats_map(int device) {
   out["num_ooms"] = s.num_ooms;
   out["num_device_alloc"] = s.num_device_alloc;
   out["num_device_free"] = s.num_device_free;
+  out["num_host_syncs"] = host_sync_count(device);  // Tandem's: cuda::host_synchronizations()
   return out;
 }
 

@@ -112,6 +112,7 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   // The 8-byte copy back waits for the stream (see kernels/cuda/norm.h).
   unsigned long long value = 0;
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(&value, bad, sizeof(value), cudaMemcpyDeviceToHost, stream));
+  detail::count_host_sync(device);  // kernels/cpu/embedding.cpp counts the same on emulated devices
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto v = static_cast<int64_t>(value);
   TANDEM_CHECK(value == 0 && num > 0, IndexError, "embedding(): index out of range in self (index ", v,

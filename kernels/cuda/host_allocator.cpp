@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/emulation.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/cuda/stream.h"
 #include "tensor/core/errors.h"
 
 namespace tandem::cuda::detail {
@@ -124,6 +125,12 @@ class HostAllocator {
   }
 
   void release_cached() {
+    // cudaFreeHost waits for every device: one wait each, counted when
+    // anything is given back (on emulated devices too, as a GPU would).
+    bool any = false;
+    for (const auto& entry : free_) any = any || !entry.second.empty();
+    if (any)
+      for (int d = 0; d < cuda::device_count(); ++d) cuda::detail::count_host_sync(d);
     for (auto& [size, list] : free_) {
       for (void* ptr : list) {
         raw_free(ptr);

@@ -39,7 +39,7 @@ __device__ __forceinline__ void record_bad_index(unsigned long long* flag, int64
 class BadIndexFlag {
  public:
   BadIndexFlag(int device, cudaStream_t stream)
-      : stream_(stream), storage_(detail::allocate_device(device, sizeof(unsigned long long))) {
+      : device_(device), stream_(stream), storage_(detail::allocate_device(device, sizeof(unsigned long long))) {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(ptr(), 0, sizeof(unsigned long long), stream_));
   }
   unsigned long long* ptr() const { return static_cast<unsigned long long*>(storage_->data()); }
@@ -49,6 +49,7 @@ class BadIndexFlag {
   void throw_if_found(const char* op, int64_t dim, int64_t size) const {
     unsigned long long value = 0;
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(&value, ptr(), sizeof(value), cudaMemcpyDeviceToHost, stream_));
+    detail::count_host_sync(device_);  // kernels/cpu/index.cpp counts the same on emulated devices
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     const int64_t bad = static_cast<int64_t>(value);
     TANDEM_CHECK(value == 0 && size > 0, IndexError, op, "(): index ", bad, " is out of bounds for dimension ", dim,
@@ -56,6 +57,7 @@ class BadIndexFlag {
   }
 
  private:
+  int device_;
   cudaStream_t stream_;
   std::shared_ptr<Storage> storage_;
 };

@@ -48,7 +48,19 @@ void* handle_of(int device, int id) {
   return p.handles[id - 1];
 }
 
+std::array<std::atomic<int64_t>, kMaxDevices> g_host_syncs{};
+
 }  // namespace
+
+void count_host_sync(int device) {
+  TANDEM_INTERNAL_ASSERT(device >= 0 && device < kMaxDevices, "device index ", device);
+  g_host_syncs[device].fetch_add(1, std::memory_order_relaxed);
+}
+
+int64_t host_sync_count(int device) {
+  TANDEM_INTERNAL_ASSERT(device >= 0 && device < kMaxDevices, "device index ", device);
+  return g_host_syncs[device].load(std::memory_order_relaxed);
+}
 
 StreamRef default_stream(int device) { return {device, 0, nullptr}; }
 

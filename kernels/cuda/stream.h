@@ -28,6 +28,18 @@ StreamRef stream_from_pool(int device);
 StreamRef current_stream(int device);
 void set_current_stream(StreamRef stream);
 
+// Host synchronisations: each time the host waits for work queued on a cuda
+// device, counted per device, over the program's life (all threads). Every
+// place that waits calls count_host_sync for each device it waits for: the
+// blocking copies (tensor/ops/runtime.cpp: .item(), .to(cpu), pageable
+// uploads), the explicit waits (cuda::synchronize, Stream and Event
+// synchronize), the index checks that read a flag back (kernels/cuda/index.cu
+// and embedding.cu; on emulated devices the CPU kernels count the same waits)
+// and the allocator's. Emulated devices count where a GPU would wait, so a
+// test there shows what a GPU does. cuda::host_synchronizations() reads it.
+void count_host_sync(int device);
+int64_t host_sync_count(int device);
+
 // Sets this thread's current cuda device, unchecked (DeviceGuard and
 // cuda::set_device check it).
 void set_current_device(int device);

@@ -44,8 +44,13 @@ void set_device(int device) { cuda::detail::set_current_device(checked_device(de
 
 void synchronize(int device) {
   device = checked_device(device, "synchronize");
+  cuda::detail::count_host_sync(device);
   if (is_emulated()) return;
   cuda::detail::synchronize(device);
+}
+
+int64_t host_synchronizations(int device) {
+  return cuda::detail::host_sync_count(checked_device(device, "host_synchronizations"));
 }
 
 // ---------------------------------------------------------------- streams
@@ -53,6 +58,7 @@ void synchronize(int device) {
 bool Stream::query() const { return is_emulated() || cuda::detail::stream_query(device_, handle_); }
 
 void Stream::synchronize() const {
+  cuda::detail::count_host_sync(device_);
   if (!is_emulated()) cuda::detail::stream_synchronize(device_, handle_);
 }
 
@@ -132,7 +138,9 @@ void Event::wait(const Stream& stream) const {
 bool Event::query() const { return !impl_->recorded || is_emulated() || cuda::detail::event_query(impl_->handle); }
 
 void Event::synchronize() const {
-  if (impl_->recorded && !is_emulated()) cuda::detail::event_synchronize(impl_->handle);
+  if (!impl_->recorded) return;  // nothing to wait for, as on a GPU
+  cuda::detail::count_host_sync(impl_->device);
+  if (!is_emulated()) cuda::detail::event_synchronize(impl_->handle);
 }
 
 bool Event::is_recorded() const { return impl_->recorded; }
@@ -142,10 +150,10 @@ float Event::elapsed_time(const Event& end) const {
                "elapsed_time: both events must be created with timing enabled (Event(/*enable_timing=*/true))");
   TANDEM_CHECK(impl_->recorded && end.impl_->recorded, ValueError,
                "elapsed_time: both events must be recorded before measuring the time between them");
+  end.synchronize();  // waits for the end point rather than failing with "not ready" (counted on emulated devices too)
   if (is_emulated()) {
     return std::chrono::duration<float, std::milli>(end.impl_->host_time - impl_->host_time).count();
   }
-  end.synchronize();  // waits for the end point rather than failing with "not ready"
   return cuda::detail::event_elapsed_ms(impl_->handle, end.impl_->handle);
 }
 

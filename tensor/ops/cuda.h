@@ -47,6 +47,16 @@ void set_device(int device);
 // Waits for all work queued on device (-1: the current one), every stream.
 void synchronize(int device = -1);
 
+// How many times the host has waited for work queued on device (-1: the
+// current one), since the program started, in every thread: a .item(), a
+// copy to the cpu, an upload from pageable memory, synchronize() and
+// Stream/Event synchronize(), an index op's bounds check (index_select,
+// gather, scatter_add, embedding read a flag back), and the allocator's waits.
+// A copy with non_blocking=true from or to pinned memory does not wait.
+// Emulated devices count where a GPU would wait. Take the difference of two
+// readings; memory_stats() has it as "num_host_syncs".
+int64_t host_synchronizations(int device = -1);
+
 class Event;
 
 // A queue of GPU work on one device, as libtorch's CUDAStream. Streams come

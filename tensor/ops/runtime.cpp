@@ -80,11 +80,29 @@ namespace {
 // The cuda device of a copy's stream, and the stream: the current one there.
 cuda::detail::StreamRef copy_stream(Device d) { return cuda::detail::current_stream(d.index()); }
 
+bool is_pinned(const Storage* s) { return s != nullptr && s->is_pinned(); }
+
+// The host waits a copy_bytes makes, counted by device tag rather than by
+// backend, so that an emulated device counts what a GPU waits for (below):
+// between two cuda devices, for both; between the host and one, for it,
+// unless the copy is asynchronous (host_pinned_async: non_blocking with the
+// host side pinned); within one device, none (ordered on its stream).
+void count_copy_waits(Device dst, Device src, bool host_pinned_async) {
+  if (dst.is_cuda() && src.is_cuda()) {
+    if (dst == src) return;
+    cuda::detail::count_host_sync(src.index());
+    cuda::detail::count_host_sync(dst.index());
+  } else if (dst.is_cuda() || src.is_cuda()) {
+    if (!host_pinned_async) cuda::detail::count_host_sync((dst.is_cuda() ? dst : src).index());
+  }
+}
+
 }  // namespace
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool non_blocking,
                 const Storage* dst_storage, const Storage* src_storage) {
   if (nbytes == 0) return;
+  count_copy_waits(dst_device, src_device, non_blocking && is_pinned(dst_device.is_cuda() ? src_storage : dst_storage));
   bool dst_host = backend_of(dst_device) == Backend::CPU;
   bool src_host = backend_of(src_device) == Backend::CPU;
   using cuda::detail::CopyKind;
