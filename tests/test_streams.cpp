@@ -3,11 +3,11 @@
 // same API runs on a real GPU (tests/test_gpu_memory.cpp checks it there).
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <cstdlib>
 #include <set>
 #include <thread>
 
 #include "helpers.h"
+#include "kernels/cuda/allocator.h"
 
 using namespace tandem;
 
@@ -116,12 +116,8 @@ TEST_CASE("record_stream checks the tensor's device", "[streams]") {
 
 namespace {
 // With caching off (sanitizer runs) every free is a cudaFree, which waits
-// and is counted: the exact figures below assume the caching allocator. The
-// allocator's rule for TANDEM_NO_CUDA_MEMORY_CACHING (unset, empty or 0: on).
-bool caching_off() {
-  const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
-  return v != nullptr && *v != '\0' && std::string(v) != "0";
-}
+// and is counted: the exact figures below assume the caching allocator.
+bool caching_off() { return cuda::detail::caching_disabled(); }
 }  // namespace
 
 TEST_CASE("host synchronisations: reading a value back waits, kernels and device-to-device copies do not",

@@ -32,6 +32,17 @@ void Stat::decrease(int64_t n) {
   freed += n;
 }
 
+// TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING):
+// every tensor gets its own exact-size allocation, freed at once, so that
+// compute-sanitizer sees an access past a tensor's end.
+bool caching_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return off;
+}
+
 namespace {
 
 constexpr size_t kMinBlockSize = 512;        // every size rounds up to this
@@ -151,17 +162,6 @@ std::string format_bytes(size_t n) {
     std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
   }
   return buf;
-}
-
-// TANDEM_NO_CUDA_MEMORY_CACHING=1 (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING):
-// every tensor gets its own exact-size allocation, freed at once, so that
-// compute-sanitizer sees an access past a tensor's end.
-bool caching_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("TANDEM_NO_CUDA_MEMORY_CACHING");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
-  return off;
 }
 
 class DeviceAllocator {

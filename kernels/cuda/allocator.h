@@ -38,6 +38,10 @@ void record_stream(int device, void* ptr, StreamRef stream);
 // Gives every cached block that is wholly free back to the device.
 void empty_cache(int device);
 
+// TANDEM_NO_CUDA_MEMORY_CACHING set (and not empty or 0): every tensor gets
+// its own exact-size allocation, given back at once; read once.
+bool caching_disabled();
+
 // One statistic as PyTorch keeps it.
 struct Stat {
   int64_t current = 0, peak = 0, allocated = 0, freed = 0;

@@ -35,8 +35,9 @@ void set_current_stream(StreamRef stream);
 // uploads), the explicit waits (cuda::synchronize, Stream and Event
 // synchronize), the index checks that read a flag back (kernels/cuda/index.cu
 // and embedding.cu; on emulated devices the CPU kernels count the same waits)
-// and the allocator's. Emulated devices count where a GPU would wait, so a
-// test there shows what a GPU does. cuda::host_synchronizations() reads it.
+// and the allocator's. Emulated devices count where a GPU would wait, except
+// the allocator's waits for other streams' work (emulated streams record no
+// uses): docs/architecture.md. cuda::host_synchronizations() reads it.
 void count_host_sync(int device);
 int64_t host_sync_count(int device);
 

@@ -53,7 +53,8 @@ void synchronize(int device = -1);
 // Stream/Event synchronize(), an index op's bounds check (index_select,
 // gather, scatter_add, embedding read a flag back), and the allocator's waits.
 // A copy with non_blocking=true from or to pinned memory does not wait.
-// Emulated devices count where a GPU would wait. Take the difference of two
+// Emulated devices count where a GPU would wait (but for the allocator's waits
+// for other streams' work, which only a GPU has). Take the difference of two
 // readings; memory_stats() has it as "num_host_syncs".
 int64_t host_synchronizations(int device = -1);
 
