@@ -1,7 +1,7 @@
 // Indexing kernels, both backends (kernels/contract.h): kernels/cpu/index.cpp,
 // kernels/cuda/index.cu. The caller checked shapes and dtypes and allocated
-// the outputs; the kernels check index values as they read them and throw
-// IndexError for an out-of-range one (the CPU after its loop).
+// the outputs; the kernels check index values as they read them and report
+// an out-of-range one (below).
 //
 // gather:       out[..., k, ...] = self[..., index[..., k, ...], ...] along dim. index:
 //               int64; out: index's shape, self's dtype; self: same dims as index, or
@@ -14,13 +14,11 @@
 //               else 0. Values are in [0, C); neither backend checks them (the front
 //               end has read the class range).
 //
-// On CUDA the check runs on the device: a thread that reads a bad index
-// records it in an 8-byte workspace flag, and after the launch the host
-// copies the flag back (8 bytes device-to-host) and throws with the CPU's
-// words. That copy waits for the stream, so gather, scatter_add and
-// index_select each block the calling thread until all work queued on the
-// stream so far is done: a few microseconds on an idle stream, and no
-// overlap of the host with the GPU across the call.
+// On a cuda device the check does not wait: a thread that reads a bad index
+// records it in the device's error record, and the host throws the CPU's
+// IndexError (with a note) at its next wait for the device
+// (kernels/cuda/device_check.h); an emulated device's CPU kernels do the
+// same. The element a bad index would have given is not written.
 #pragma once
 
 #include <cstdint>

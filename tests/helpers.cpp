@@ -75,6 +75,27 @@ std::optional<Device> other_device(const Device& device) {
   return device.is_cpu() ? Device(kCUDA, 0) : Device(kCPU);
 }
 
+Tensor waited(const Tensor& t) {
+  Tensor host = t.cpu();
+  if (t.is_cuda()) cuda::synchronize(t.device().index());  // an empty t's copy has nothing to wait for
+  return host;
+}
+
+bool KernelErrorMatcher::match(const std::string& what) const {
+  if (!device_.is_cuda()) return what == message_;
+  const std::string note = detail::str_cat(" [found by a kernel on ", device_.str(), ", reported at ");
+  return what.rfind(message_ + note, 0) == 0;
+}
+
+std::string KernelErrorMatcher::describe() const {
+  return device_.is_cuda() ? "starts with \"" + message_ + " [found by a kernel on " + device_.str() + "\""
+                           : "equals \"" + message_ + "\"";
+}
+
+KernelErrorMatcher kernel_error(const std::string& message, const Device& device) {
+  return KernelErrorMatcher(message, device);
+}
+
 Tensor make(const std::vector<double>& values, IntArrayRef shape, Dtype dtype, Device device) {
   Tensor t = from_blob(const_cast<double*>(values.data()), {static_cast<int64_t>(values.size())}, kFloat64);
   return t.to(dtype).reshape(shape).to(device).clone();

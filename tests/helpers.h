@@ -62,6 +62,25 @@ void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& fn
 // them fails. The CPU functor tests and the GPU tests share the list.
 std::vector<std::pair<BinaryOp, UnaryParams>> activation_backward_ops();
 
+// Errors a kernel finds in the values (an index out of range) come at once
+// on the cpu, and at the next wait for the device on a cuda one
+// (kernels/cuda/device_check.h). waited(t) is t copied to the host, and a
+// wait for its device (an empty t's copy waits for nothing), so `CHECK_THROWS_WITH(waited(gather(...)),
+// kernel_error(msg, device))` tests one on every device. kernel_error matches msg exactly on the cpu, and on a cuda
+// device msg followed by the deferred report's note.
+Tensor waited(const Tensor& t);
+class KernelErrorMatcher : public Catch::MatcherBase<std::string> {
+ public:
+  KernelErrorMatcher(std::string message, Device device) : message_(std::move(message)), device_(device) {}
+  bool match(const std::string& what) const override;
+  std::string describe() const override;
+
+ private:
+  std::string message_;
+  Device device_;
+};
+KernelErrorMatcher kernel_error(const std::string& message, const Device& device);
+
 // A fresh folder under the system's temporary one (mkdtemp: unique, so the
 // cpu and emulated runs of one test binary can go in parallel), removed with
 // everything in it when the TempDir goes.

@@ -11,7 +11,9 @@ using test::make;
 
 using test::as_dtype;
 using test::kAllDtypes;
+using test::kernel_error;
 using test::other_device;
+using test::waited;
 
 namespace {
 // An index tensor (int64 unless dt says otherwise).
@@ -90,9 +92,10 @@ DEVICE_TEST_CASE("gather with empty and 0-dim tensors", "[index][gather]") {
   Tensor gv = gather(v, 0, idx({2}, {}, device));
   CHECK(gv.dim() == 0);
   check_values(gv, {7});
-  CHECK_THROWS_WITH(gather(s, 0, idx({1}, {1}, device)),
-                    "gather(): index 1 is out of bounds for dimension 0 with "
-                    "size 1");
+  CHECK_THROWS_WITH(waited(gather(s, 0, idx({1}, {1}, device))),
+                    kernel_error("gather(): index 1 is out of bounds for dimension 0 with "
+                                 "size 1",
+                                 device));
 }
 
 DEVICE_TEST_CASE("gather errors", "[index][gather]") {
@@ -110,11 +113,11 @@ DEVICE_TEST_CASE("gather errors", "[index][gather]") {
   CHECK_THROWS_WITH(gather(t, 1, idx({0, 0, 0}, {3, 1}, device)),
                     "gather(): Size does not match at dimension 0 expected index [3, 1] to be smaller than self "
                     "[2, 3] apart from dimension 1");
-  CHECK_THROWS_AS(gather(t, 1, idx({0, 5}, {2, 1}, device)), IndexError);
-  CHECK_THROWS_WITH(gather(t, 1, idx({0, 5}, {2, 1}, device)),
-                    "gather(): index 5 is out of bounds for dimension 1 with size 3");
-  CHECK_THROWS_WITH(gather(t, 0, idx({0, -1, 0}, {1, 3}, device)),
-                    "gather(): index -1 is out of bounds for dimension 0 with size 2");
+  CHECK_THROWS_AS(waited(gather(t, 1, idx({0, 5}, {2, 1}, device))), IndexError);
+  CHECK_THROWS_WITH(waited(gather(t, 1, idx({0, 5}, {2, 1}, device))),
+                    kernel_error("gather(): index 5 is out of bounds for dimension 1 with size 3", device));
+  CHECK_THROWS_WITH(waited(gather(t, 0, idx({0, -1, 0}, {1, 3}, device))),
+                    kernel_error("gather(): index -1 is out of bounds for dimension 0 with size 2", device));
   CHECK_THROWS_AS(gather(t, 2, idx({0}, {1, 1}, device)), IndexError);
   CHECK_THROWS_WITH(gather(t, 2, idx({0}, {1, 1}, device)),
                     "gather: dimension out of range (expected to be in range of [-2, 1], but got 2)");
@@ -245,11 +248,11 @@ DEVICE_TEST_CASE("scatter_add errors", "[index][scatter_add]") {
   check_values(scatter_add(self, 1, idx({0, 0, 0, 0}, {1, 4}, device), make({1, 1, 1, 1}, {1, 4}, kFloat32, device)),
                {5, 2, 3, 4, 5, 6});
 
-  CHECK_THROWS_AS(scatter_add(self, 1, idx({0, 3}, {1, 2}, device), src), IndexError);
-  CHECK_THROWS_WITH(scatter_add(self, 1, idx({0, 3}, {1, 2}, device), src),
-                    "scatter_add(): index 3 is out of bounds for dimension 1 with size 3");
-  CHECK_THROWS_WITH(s.scatter_add_(0, idx({-1}, {1, 1}, device), src),
-                    "scatter_add(): index -1 is out of bounds for dimension 0 with size 2");
+  CHECK_THROWS_AS(waited(scatter_add(self, 1, idx({0, 3}, {1, 2}, device), src)), IndexError);
+  CHECK_THROWS_WITH(waited(scatter_add(self, 1, idx({0, 3}, {1, 2}, device), src)),
+                    kernel_error("scatter_add(): index 3 is out of bounds for dimension 1 with size 3", device));
+  CHECK_THROWS_WITH(waited(s.scatter_add_(0, idx({-1}, {1, 1}, device), src)),
+                    kernel_error("scatter_add(): index -1 is out of bounds for dimension 0 with size 2", device));
   CHECK_THROWS_AS(scatter_add(self, -3, index, src), IndexError);
   CHECK_THROWS_WITH(scatter_add(self, -3, index, src),
                     "scatter_add: dimension out of range (expected to be in range of [-2, 1], but got -3)");
@@ -326,13 +329,13 @@ DEVICE_TEST_CASE("index_select with empty and 0-dim tensors", "[index][index_sel
   CHECK(rs.dim() == 0);
   check_values(rs, {9});
   CHECK(index_select(s, -1, idx({0}, {}, device)).dim() == 0);
-  CHECK_THROWS_WITH(index_select(s, 0, idx({1}, {}, device)),
-                    "index_select(): index 1 is out of bounds for dimension 0 with size 1");
+  CHECK_THROWS_WITH(waited(index_select(s, 0, idx({1}, {}, device))),
+                    kernel_error("index_select(): index 1 is out of bounds for dimension 0 with size 1", device));
   // An empty self with a non-empty result still checks the index.
   Tensor empty_rows = empty({0, 3}, TensorOptions().device(device));
   CHECK(index_select(empty_rows, 1, idx({2, 0}, {2}, device)).sizes().vec() == Shape{0, 2});
-  CHECK_THROWS_WITH(index_select(empty_rows, 0, idx({0}, {1}, device)),
-                    "index_select(): index 0 is out of bounds for dimension 0 with size 0");
+  CHECK_THROWS_WITH(waited(index_select(empty_rows, 0, idx({0}, {1}, device))),
+                    kernel_error("index_select(): index 0 is out of bounds for dimension 0 with size 0", device));
 }
 
 DEVICE_TEST_CASE("index_select errors", "[index][index_select]") {
@@ -351,11 +354,11 @@ DEVICE_TEST_CASE("index_select errors", "[index][index_select]") {
                       std::string("index_select(): Expected dtype int32 or int64 for index, but got ") +
                           std::string(dtype_name(bad)));
   }
-  CHECK_THROWS_AS(index_select(t, 1, idx({0, 3}, {2}, device)), IndexError);
-  CHECK_THROWS_WITH(index_select(t, 1, idx({0, 3}, {2}, device)),
-                    "index_select(): index 3 is out of bounds for dimension 1 with size 3");
-  CHECK_THROWS_WITH(index_select(t, 0, idx({-1}, {1}, device, kInt32)),
-                    "index_select(): index -1 is out of bounds for dimension 0 with size 2");
+  CHECK_THROWS_AS(waited(index_select(t, 1, idx({0, 3}, {2}, device))), IndexError);
+  CHECK_THROWS_WITH(waited(index_select(t, 1, idx({0, 3}, {2}, device))),
+                    kernel_error("index_select(): index 3 is out of bounds for dimension 1 with size 3", device));
+  CHECK_THROWS_WITH(waited(index_select(t, 0, idx({-1}, {1}, device, kInt32))),
+                    kernel_error("index_select(): index -1 is out of bounds for dimension 0 with size 2", device));
   CHECK_THROWS_AS(index_select(t, 2, idx({0}, {1}, device)), IndexError);
   CHECK_THROWS_WITH(index_select(t, 2, idx({0}, {1}, device)),
                     "index_select: dimension out of range (expected to be in range of [-2, 1], but got 2)");
@@ -450,8 +453,10 @@ DEVICE_TEST_CASE("gather, scatter_add and index_select on large inputs", "[index
   // One bad value deep inside a parallel loop is still reported.
   Tensor bad = i.clone();
   bad.select(0, R - 2).select(0, 100).fill_(R + 4);
-  CHECK_THROWS_WITH(gather(t, 0, bad), "gather(): index 304 is out of bounds for dimension 0 with size 300");
-  CHECK_THROWS_WITH(scatter_add(t, 0, bad, s),
-                    "scatter_add(): index 304 is out of bounds for dimension 0 with "
-                    "size 300");
+  CHECK_THROWS_WITH(waited(gather(t, 0, bad)),
+                    kernel_error("gather(): index 304 is out of bounds for dimension 0 with size 300", device));
+  CHECK_THROWS_WITH(waited(scatter_add(t, 0, bad, s)),
+                    kernel_error("scatter_add(): index 304 is out of bounds for dimension 0 with "
+                                 "size 300",
+                                 device));
 }

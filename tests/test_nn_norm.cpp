@@ -27,6 +27,7 @@ using Catch::Contains;
 namespace {
 
 using test::non_contiguous;
+using test::waited;
 
 // ---------------------------------------------------------------- reference data
 
@@ -872,11 +873,12 @@ DEVICE_TEST_CASE("embedding's errors: indices out of range on every device", "[n
   Tensor w = test::make(values(30), {10, 3}, kFloat32, device);
   for (Dtype index_dtype : {kInt64, kInt32}) {
     INFO(index_dtype);
-    REQUIRE_THROWS_AS(embedding(w, ids({1, 10, 2}, {3}, device, index_dtype)), IndexError);
-    REQUIRE_THROWS_WITH(embedding(w, ids({1, 10, 2}, {3}, device, index_dtype)),
+    // On a cuda device the error comes at the next wait (waited()).
+    REQUIRE_THROWS_AS(waited(embedding(w, ids({1, 10, 2}, {3}, device, index_dtype))), IndexError);
+    REQUIRE_THROWS_WITH(waited(embedding(w, ids({1, 10, 2}, {3}, device, index_dtype))),
                         Contains("index out of range in self (index 10 of a table of 10 rows, num_embeddings; valid "
                                  "indices are 0 to 9)"));
-    REQUIRE_THROWS_WITH(embedding(w, ids({1, 2, -1, 0}, {2, 2}, device, index_dtype)),
+    REQUIRE_THROWS_WITH(waited(embedding(w, ids({1, 2, -1, 0}, {2, 2}, device, index_dtype))),
                         Contains("index out of range in self (index -1 of a table of 10 rows"));
   }
   REQUIRE_THROWS_AS(embedding(w, ids({1}, {1}, device, kFloat32)), DtypeError);
@@ -921,24 +923,29 @@ DEVICE_TEST_CASE("embedding's errors: indices out of range on every device", "[n
                       Contains("! (when checking argument 'input' of embedding)"));
 }
 
-DEVICE_TEST_CASE("embedding_backward checks its indices before it scatters into the table", "[nn][norm][errors]") {
+DEVICE_TEST_CASE("embedding_backward checks its indices: at once on the cpu, at the next wait on a cuda device",
+                 "[nn][norm][errors]") {
   const TensorOptions opts = TensorOptions().device(device);
   Tensor g = test::make({0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5}, {3, 4}, kFloat32, device);
   for (Dtype index_dtype : {kInt64, kInt32})
     for (bool by_freq : {false, true}) {
       INFO(index_dtype << (by_freq ? ", scale_grad_by_freq" : ""));
       REQUIRE_THROWS_AS(
-          detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq),
+          waited(detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq)),
           IndexError);
       REQUIRE_THROWS_WITH(
-          detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq),
+          waited(detail::embedding_backward(g, ids({0, 5, 2}, {3}, device, index_dtype), 5, std::nullopt, by_freq)),
           Contains("embedding_backward(): index out of range in self (index 5 of a table of 5 rows, num_weights; "
                    "valid indices are 0 to 4; pass the num_weights of the forward's table)"));
-      REQUIRE_THROWS_WITH(detail::embedding_backward(g, ids({1, -1, 7}, {3}, device, index_dtype), 5, 1, by_freq),
-                          Contains("embedding_backward(): index out of range in self (index -1 of a table of 5 rows"));
+      // Two bad indices: the first on the cpu, either on a cuda device.
       REQUIRE_THROWS_WITH(
-          detail::embedding_backward(g.reshape({3, 1, 4}), ids({2, 9, 0}, {3, 1}, device, index_dtype), 9, std::nullopt,
-                                     by_freq),
+          waited(detail::embedding_backward(g, ids({1, -1, 7}, {3}, device, index_dtype), 5, 1, by_freq)),
+          Contains("embedding_backward(): index out of range in self (index -1 of a table of 5 rows") ||
+              (Contains("embedding_backward(): index out of range in self (index 7 of a table") &&
+               Contains("found by a kernel on cuda:")));
+      REQUIRE_THROWS_WITH(
+          waited(detail::embedding_backward(g.reshape({3, 1, 4}), ids({2, 9, 0}, {3, 1}, device, index_dtype), 9,
+                                            std::nullopt, by_freq)),
           Contains("index out of range in self (index 9 of a table of 9 rows, num_weights; valid indices are 0 to 8"));
       // The last row and the first are in range: row 4 sums grad rows 0
       // and 2 (halved by their count of 2 with scale_grad_by_freq).
@@ -968,7 +975,7 @@ DEVICE_TEST_CASE("embedding_backward checks its indices before it scatters into 
   // No indices: nothing to check, even against an empty table.
   Tensor empty = detail::embedding_backward(zeros({0, 4}, opts), ids({}, {0}, device), 0, std::nullopt, false);
   CHECK(empty.sizes() == Shape{0, 4});
-  REQUIRE_THROWS_WITH(detail::embedding_backward(g, ids({0, 0, 0}, {3}, device), 0, std::nullopt, false),
+  REQUIRE_THROWS_WITH(waited(detail::embedding_backward(g, ids({0, 0, 0}, {3}, device), 0, std::nullopt, false)),
                       Contains("(index 0 of a table of 0 rows, num_weights; valid indices are 0 to -1"));
 }
 

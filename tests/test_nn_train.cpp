@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "kernels/cuda/allocator.h"
 #include "nn/checkpoint.h"
 #include "tests/helpers.h"
 
@@ -120,6 +121,50 @@ DEVICE_TEST_CASE("a CNN with batch norm and pooling trains with SGD", "[nn][trai
   NoGradGuard no_grad;
   auto [x_test, y_test] = bars(16, device);
   CHECK(accuracy(model->forward(x_test), y_test) > 0.9);
+}
+
+DEVICE_TEST_CASE("a training step on a cuda device makes no host synchronisation", "[nn][train][streams]") {
+  // Forward, loss, backward and the optimizer step are queued on the
+  // stream; the class losses and the index ops check their indices there
+  // too (kernels/cuda/device_check.h). Only reading a value back waits.
+  if (!device.is_cuda() || cuda::detail::caching_disabled()) return;  // caching off: every free waits
+  const int d = device.index();
+  auto steps = [&](optim::Optimizer& opt, const std::function<Tensor()>& loss, int n) {
+    Tensor l;
+    for (int i = 0; i < n; ++i) {
+      opt.zero_grad();
+      l = loss();
+      l.backward();
+      opt.step();
+    }
+    return l;
+  };
+  manual_seed(3);
+  nn::Sequential mlp(nn::Linear(2, 32), nn::ReLU(), nn::Dropout(0.1), nn::Linear(32, 4));
+  mlp->to(device);
+  optim::Adam adam(mlp->parameters(), optim::AdamOptions(1e-2));
+  auto [x, y] = blobs(16, device);
+  auto mlp_loss = [&] {
+    return F::cross_entropy(mlp->forward(x), y, F::CrossEntropyFuncOptions().label_smoothing(0.1));
+  };
+  steps(adam, mlp_loss, 2);  // first steps: the optimizer's state, the allocator's first blocks
+  int64_t n = cuda::host_synchronizations(d);
+  Tensor last = steps(adam, mlp_loss, 3);
+  CHECK(cuda::host_synchronizations(d) == n);
+  CHECK(std::isfinite(last.item<double>()));
+  CHECK(cuda::host_synchronizations(d) == n + 1);
+
+  nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::BatchNorm2d(4), nn::ReLU(),
+                     nn::MaxPool2d(2), nn::Flatten(), nn::Linear(64, 4));
+  cnn->to(device);
+  optim::SGD sgd(cnn->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  auto [images, labels] = bars(4, device);
+  auto cnn_loss = [&] { return F::cross_entropy(cnn->forward(images), labels); };
+  steps(sgd, cnn_loss, 2);
+  n = cuda::host_synchronizations(d);
+  last = steps(sgd, cnn_loss, 3);
+  CHECK(cuda::host_synchronizations(d) == n);
+  CHECK(std::isfinite(last.item<double>()));
 }
 
 DEVICE_TEST_CASE("the training loop's device mistakes and what they say", "[nn][train]") {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/device_check.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/errors.h"
 
@@ -19,14 +19,21 @@ namespace {
 // Below this many values an op runs on one thread (as the norm kernels).
 constexpr int64_t kEmbeddingGrain = 32768;
 
+// The indices' check, before anything is written: false when one is outside
+// [0, num_weights), after throwing for a cpu tensor or recording the error
+// for the next wait on an emulated cuda device (kernels/cuda/device_check.h),
+// where the op then writes nothing.
 template <typename I>
-void check_indices(const I* idx, int64_t K, int64_t num_weights) {
+bool indices_valid(const Tensor& t, cuda::detail::CheckKind kind, const char* op, const I* idx, int64_t K,
+                   int64_t num_weights) {
   for (int64_t k = 0; k < K; ++k) {
     const int64_t v = static_cast<int64_t>(idx[k]);
-    TANDEM_CHECK(v >= 0 && v < num_weights, IndexError, "embedding(): index out of range in self (index ", v,
-                 " of a table of ", num_weights, " rows, num_embeddings; valid indices are 0 to ", num_weights - 1,
-                 ")");
+    if (v < 0 || v >= num_weights) {
+      cuda::detail::found_bad_value(t.device().is_cuda() ? t.device().index() : -1, kind, op, 0, num_weights, v);
+      return false;
+    }
   }
+  return true;
 }
 
 template <typename T, typename I>
@@ -63,12 +70,9 @@ void embedding(const Tensor& out, const Tensor& weight, const Tensor& indices) {
   const size_t row_bytes = static_cast<size_t>(D) * weight.element_size();
   const auto* src = static_cast<const char*>(weight.data_ptr());
   auto* dst = static_cast<char*>(out.data_ptr());
-  // On an emulated cuda device, the wait a GPU makes to read its bad-index
-  // flag back (kernels/cuda/embedding.cu), counted as a host synchronisation.
-  if (K > 0 && out.device().is_cuda()) cuda::detail::count_host_sync(out.device().index());
   dispatch_index(indices.dtype(), "embedding (cpu)", [&]<typename I>() {
     const I* idx = indices.data_ptr<I>();
-    check_indices(idx, K, num);
+    if (!indices_valid(out, cuda::detail::CheckKind::Embedding, "embedding", idx, K, num)) return;
     if (row_bytes == 0) return;
     parallel_for(0, K, std::max<int64_t>(1, kEmbeddingGrain / std::max<int64_t>(D, 1)), [&](int64_t k0, int64_t k1) {
       for (int64_t k = k0; k < k1; ++k)
@@ -81,8 +85,13 @@ void embedding_backward(const Tensor& grad_weight, const Tensor& grad_out, const
                         bool scale_grad_by_freq) {
   dispatch_floating(grad_weight.dtype(), "embedding_backward (cpu)", [&]<typename T>() {
     dispatch_index(indices.dtype(), "embedding_backward (cpu)", [&]<typename I>() {
-      embedding_backward_rows<T>(grad_weight, grad_out, indices.data_ptr<I>(), indices.numel(), padding_idx,
-                                 scale_grad_by_freq);
+      const I* idx = indices.data_ptr<I>();
+      if (!indices_valid(grad_weight, cuda::detail::CheckKind::EmbeddingBackward, "embedding_backward", idx,
+                         indices.numel(), grad_weight.size(0))) {
+        std::memset(grad_weight.data_ptr(), 0, grad_weight.nbytes());
+        return;
+      }
+      embedding_backward_rows<T>(grad_weight, grad_out, idx, indices.numel(), padding_idx, scale_grad_by_freq);
     });
   });
 }

@@ -10,19 +10,12 @@
 #include <cstring>
 
 #include "kernels/cpu/loops.h"
-#include "kernels/cuda/stream.h"
+#include "kernels/cuda/device_check.h"
 #include "kernels/functors/elementwise.h"
 
 namespace tandem::cpu {
 
 namespace {
-
-// On an emulated cuda device (these kernels under a cuda tag), the wait a
-// GPU makes to read the bad-index flag back (kernels/cuda/index.cu), counted
-// as a host synchronisation under the same conditions.
-void count_index_check_wait(const Tensor& t) {
-  if (t.device().is_cuda()) cuda::detail::count_host_sync(t.device().index());
-}
 
 // t's strides in bytes, with `dim` zeroed (the index supplies that offset).
 // A tensor with fewer dims than the walk (a 0-dim one beside a 1-dim index)
@@ -41,15 +34,18 @@ int64_t dim_stride_bytes(const Tensor& t, int64_t dim) {
 int64_t dim_size(const Tensor& t, int64_t dim) { return t.dim() == 0 ? 1 : t.size(dim); }
 
 // The first out-of-range index a loop met, kept until the loop is over: an
-// exception must not leave an OpenMP region.
+// exception must not leave an OpenMP region. Then thrown for a cpu tensor;
+// for a cuda one (an emulated device) recorded for the next wait, as a GPU's
+// kernel does (kernels/cuda/device_check.h).
 class BadIndex {
  public:
   void record(int64_t value) {
     if (!found_.exchange(true, std::memory_order_relaxed)) value_ = value;
   }
-  void throw_if_found(const char* op, int64_t dim, int64_t size) const {
-    TANDEM_CHECK(!found_.load(), IndexError, op, "(): index ", value_, " is out of bounds for dimension ", dim,
-                 " with size ", size);
+  void report_if_found(const Tensor& t, const char* op, int64_t dim, int64_t size) const {
+    if (!found_.load()) return;
+    cuda::detail::found_bad_value(t.device().is_cuda() ? t.device().index() : -1, cuda::detail::CheckKind::Index, op,
+                                  dim, size, value_);
   }
 
  private:
@@ -100,8 +96,7 @@ void gather(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& in
   int64_t size = dim_size(self, dim);
   dispatch_all(out.dtype(), "gather (cpu)",
                [&]<typename T>() { gather_plan<T, int64_t>(plan, dim_stride_bytes(self, dim), size, bad); });
-  if (out.numel() > 0) count_index_check_wait(out);
-  bad.throw_if_found("gather", dim, size);
+  bad.report_if_found(out, "gather", dim, size);
 }
 
 void index_select(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
@@ -119,8 +114,7 @@ void index_select(const Tensor& out, const Tensor& self, int64_t dim, const Tens
     dispatch_index(index.dtype(), "index_select (cpu)",
                    [&]<typename Idx>() { gather_plan<T, Idx>(plan, dim_stride_bytes(self, dim), size, bad); });
   });
-  if (out.numel() > 0) count_index_check_wait(out);
-  bad.throw_if_found("index_select", dim, size);
+  bad.report_if_found(out, "index_select", dim, size);
 }
 
 void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -163,8 +157,7 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
       });
     });
   });
-  if (index.numel() > 0) count_index_check_wait(self);
-  bad.throw_if_found("scatter_add", dim, size);
+  bad.report_if_found(self, "scatter_add", dim, size);
 }
 
 void one_hot(const Tensor& out, const Tensor& in) {

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/allocator.h"
 #include "kernels/cuda/cat_plan.h"
+#include "kernels/cuda/device_check.cuh"
 #include "kernels/cuda/index_offsets.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/shape_ops.h"
@@ -25,42 +26,6 @@ void dispatch_index_width(int64_t n, const F& f) {
   else
     f.template operator()<uint64_t>();
 }
-
-// ---------------------------------------------------------------- bad index flag
-
-// The flag holds 0 or an out-of-range index value. 0 works as "none" because
-// it is in range whenever size > 0; when size == 0 every index read is out of
-// range, so a read-back 0 is itself a bad value. Racing threads keep the
-// first value written.
-__device__ __forceinline__ void record_bad_index(unsigned long long* flag, int64_t value) {
-  atomicCAS(flag, 0ull, static_cast<unsigned long long>(value));
-}
-
-class BadIndexFlag {
- public:
-  BadIndexFlag(int device, cudaStream_t stream)
-      : device_(device), stream_(stream), storage_(detail::allocate_device(device, sizeof(unsigned long long))) {
-    TANDEM_CUDA_CHECK(cudaMemsetAsync(ptr(), 0, sizeof(unsigned long long), stream_));
-  }
-  unsigned long long* ptr() const { return static_cast<unsigned long long*>(storage_->data()); }
-
-  // After a launch that read at least one index: the 8-byte copy back waits
-  // for the stream (the cost kernels/cuda/index.h documents).
-  void throw_if_found(const char* op, int64_t dim, int64_t size) const {
-    unsigned long long value = 0;
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(&value, ptr(), sizeof(value), cudaMemcpyDeviceToHost, stream_));
-    detail::count_host_sync(device_);  // kernels/cpu/index.cpp counts the same on emulated devices
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const int64_t bad = static_cast<int64_t>(value);
-    TANDEM_CHECK(value == 0 && size > 0, IndexError, op, "(): index ", bad, " is out of bounds for dimension ", dim,
-                 " with size ", size);
-  }
-
- private:
-  int device_;
-  cudaStream_t stream_;
-  std::shared_ptr<Storage> storage_;
-};
 
 // ---------------------------------------------------------------- strides
 
@@ -81,13 +46,14 @@ int64_t dim_size(const Tensor& t, int64_t dim) { return t.dim() == 0 ? 1 : t.siz
 // out = self[.. index ..] over a table of (out, self with stride 0 at dim, index).
 template <typename T, typename Idx, typename I>
 __global__ void gather_kernel(const __grid_constant__ StridedOffsets<3> p, int64_t n, T* out, const T* self,
-                              const Idx* index, int64_t self_dim_stride, int64_t size, unsigned long long* bad) {
+                              const Idx* index, int64_t self_dim_stride, int64_t size,
+                              const detail::DeviceCheck check) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     int64_t off[3];
     p.offsets<I>(static_cast<I>(i), off);
     const int64_t k = static_cast<int64_t>(index[off[2]]);
     if (k < 0 || k >= size) {
-      record_bad_index(bad, k);
+      report_bad_value(check, k);
       continue;
     }
     out[off[0]] = self[off[1] + k * self_dim_stride];
@@ -100,16 +66,16 @@ void launch_gather(const char* op, const Tensor& out, const Tensor& self, const 
   const int64_t n = out.numel(), size = dim_size(self, dim);
   const int device = out.device().index();
   cudaStream_t stream = stream_of(out);
-  BadIndexFlag bad(device, stream);
+  const detail::DeviceCheck check = detail::device_check(device, detail::CheckKind::Index, op, dim, size);
   dispatch_bytes(out.element_size(), [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
       TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, gather_kernel<T, Idx, I>)
       (p, n, static_cast<T*>(out.data_ptr()), static_cast<const T*>(self.data_ptr()),
-       static_cast<const Idx*>(index.data_ptr()), dim_stride(self, dim), size, bad.ptr());
+       static_cast<const Idx*>(index.data_ptr()), dim_stride(self, dim), size, check);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
-  bad.throw_if_found(op, dim, size);
+  finish_checked_launch(device, stream, check);
 }
 
 // ---------------------------------------------------------------- scatter_add
@@ -151,13 +117,13 @@ __device__ __forceinline__ void atomic_add(T* p, T v) {
 template <typename T, typename I>
 __global__ void scatter_add_kernel(const __grid_constant__ StridedOffsets<3> p, int64_t n, T* self,
                                    const int64_t* index, const T* src, int64_t self_dim_stride, int64_t size,
-                                   unsigned long long* bad) {
+                                   const detail::DeviceCheck check) {
   for (int64_t i = global_thread(); i < n; i += grid_threads()) {
     int64_t off[3];
     p.offsets<I>(static_cast<I>(i), off);
     const int64_t k = index[off[1]];
     if (k < 0 || k >= size) {
-      record_bad_index(bad, k);
+      report_bad_value(check, k);
       continue;
     }
     atomic_add(self + off[0] + k * self_dim_stride, src[off[2]]);
@@ -225,15 +191,15 @@ void scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   auto p = make_strided_offsets<3>(
       index.sizes(), {walk_strides(self, nd, dim), walk_strides(index, nd), walk_strides(src, nd)}, "scatter_add");
   const int64_t size = dim_size(self, dim);
-  BadIndexFlag bad(device, stream);
+  const detail::DeviceCheck check = detail::device_check(device, detail::CheckKind::Index, "scatter_add", dim, size);
   dispatch_all(self.dtype(), "scatter_add (cuda)", [&]<typename T>() {
     dispatch_index_width(n, [&]<typename I>() {
       TANDEM_LAUNCH(grid_stride_blocks(n, device), kGridStrideThreads, 0, stream, scatter_add_kernel<T, I>)
-      (p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), dim_stride(self, dim), size, bad.ptr());
+      (p, n, self.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), dim_stride(self, dim), size, check);
       TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
     });
   });
-  bad.throw_if_found("scatter_add", dim, size);
+  finish_checked_launch(device, stream, check);
 }
 
 void one_hot(const Tensor& out, const Tensor& in) {

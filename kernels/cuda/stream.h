@@ -33,11 +33,11 @@ void set_current_stream(StreamRef stream);
 // place that waits calls count_host_sync for each device it waits for: the
 // blocking copies (tensor/ops/runtime.cpp: .item(), .to(cpu), pageable
 // uploads), the explicit waits (cuda::synchronize, Stream and Event
-// synchronize), the index checks that read a flag back (kernels/cuda/index.cu
-// and embedding.cu; on emulated devices the CPU kernels count the same waits)
-// and the allocator's. Emulated devices count where a GPU would wait, except
-// the allocator's waits for other streams' work (emulated streams record no
-// uses): docs/architecture.md. cuda::host_synchronizations() reads it.
+// synchronize) and the allocator's; and once per device, the zeroing of its
+// error record for the index checks (kernels/cuda/device_check.h).
+// Emulated devices count where a GPU would wait, except the allocator's
+// waits for other streams' work (emulated streams record no uses):
+// docs/architecture.md. cuda::host_synchronizations() reads it.
 void count_host_sync(int device);
 int64_t host_sync_count(int device);
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "kernels/cuda/device_check.h"
 #include "tensor/core/errors.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/shape.h"
@@ -130,17 +131,22 @@ Tensor class_index_loss(const char* op, const Tensor& logp, const Tensor& target
   const int64_t n_classes = logp.size(class_dim);
   Tensor ignored = target.eq(ignore_index);      // target's shape, bool
   Tensor safe = target.masked_fill(ignored, 0);  // a valid index everywhere once checked
-  if (safe.numel() > 0) {
-    // One pair of reductions and one copy to the host: a CUDA kernel cannot
-    // raise a readable error, and gather's own would not name the target.
+  if (safe.numel() > 0 && !safe.device().is_cuda()) {
+    // On the cpu, a pair of reductions read at once, and the first bad target
+    // named. On a cuda device the gather below checks them without a wait,
+    // in the target's words, and the error comes at the next one
+    // (kernels/cuda/device_check.h).
     std::vector<int64_t> ends = stack({safe.amin(), safe.amax()}).to_vector<int64_t>();
     if (ends[0] < 0 || ends[1] >= n_classes) throw_target_out_of_bounds(op, target, n_classes, ignore_index);
   }
-  // picked: target's shape, logp at each target class
-  Tensor picked = logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim);
+  Tensor picked;         // target's shape, logp at each target class
   Tensor target_weight;  // target's shape: weight[t], 0 where ignored
-  if (weight.defined()) {
-    target_weight = weight.index_select(0, safe.reshape({-1})).view(target.sizes()).masked_fill(ignored, 0);
+  {
+    cuda::detail::ClassTargetScope as_targets(op, ignore_index);
+    picked = logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim);
+    if (weight.defined()) {
+      target_weight = weight.index_select(0, safe.reshape({-1})).view(target.sizes()).masked_fill(ignored, 0);
+    }
   }
   Tensor loss = weight.defined() ? picked.neg() * target_weight : picked.neg();
   if (label_smoothing > 0) {

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "kernels/cuda/allocator.h"
+#include "kernels/cuda/device_check.h"
 #include "kernels/cuda/host_allocator.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/stream.h"
@@ -45,8 +46,8 @@ void set_device(int device) { cuda::detail::set_current_device(checked_device(de
 void synchronize(int device) {
   device = checked_device(device, "synchronize");
   cuda::detail::count_host_sync(device);
-  if (is_emulated()) return;
-  cuda::detail::synchronize(device);
+  if (!is_emulated()) cuda::detail::synchronize(device);
+  cuda::detail::throw_device_error(device, "cuda::synchronize()");
 }
 
 int64_t host_synchronizations(int device) {
@@ -55,11 +56,16 @@ int64_t host_synchronizations(int device) {
 
 // ---------------------------------------------------------------- streams
 
-bool Stream::query() const { return is_emulated() || cuda::detail::stream_query(device_, handle_); }
+bool Stream::query() const {
+  const bool done = is_emulated() || cuda::detail::stream_query(device_, handle_);
+  if (done) cuda::detail::throw_device_error(device_, "Stream::query()");
+  return done;
+}
 
 void Stream::synchronize() const {
   cuda::detail::count_host_sync(device_);
   if (!is_emulated()) cuda::detail::stream_synchronize(device_, handle_);
+  cuda::detail::throw_device_error(device_, "Stream::synchronize()");
 }
 
 void Stream::wait_event(const Event& event) const { event.wait(*this); }
@@ -135,12 +141,18 @@ void Event::wait(const Stream& stream) const {
   cuda::detail::stream_wait_event(stream.device_index(), stream.handle(), impl_->handle);
 }
 
-bool Event::query() const { return !impl_->recorded || is_emulated() || cuda::detail::event_query(impl_->handle); }
+bool Event::query() const {
+  if (!impl_->recorded) return true;
+  const bool done = is_emulated() || cuda::detail::event_query(impl_->handle);
+  if (done) cuda::detail::throw_device_error(impl_->device, "Event::query()");
+  return done;
+}
 
 void Event::synchronize() const {
   if (!impl_->recorded) return;  // nothing to wait for, as on a GPU
   cuda::detail::count_host_sync(impl_->device);
   if (!is_emulated()) cuda::detail::event_synchronize(impl_->handle);
+  cuda::detail::throw_device_error(impl_->device, "Event::synchronize()");
 }
 
 bool Event::is_recorded() const { return impl_->recorded; }

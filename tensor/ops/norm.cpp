@@ -337,16 +337,7 @@ Tensor detail::embedding_backward(const Tensor& grad_out, const Tensor& indices,
                "(): padding_idx must be in [0, num_weights = ", num_weights, "), got ", padding_idx.value_or(0));
   check_not_recording(op, {{"grad_out", grad_out}}, "embedding");
   const int64_t K = indices.numel(), D = grad_out.size(-1);
-  // The kernels scatter into the rows the indices name: check them first,
-  // at the cost of two small reductions and one read back (on a GPU it
-  // waits for the stream).
-  if (K > 0) {
-    const std::vector<int64_t> bounds = stack({indices.amin(), indices.amax()}).to_vector<int64_t>();
-    const int64_t lo = bounds[0], hi = bounds[1];
-    TANDEM_CHECK(lo >= 0 && hi < num_weights, IndexError, op, "(): index out of range in self (index ",
-                 lo < 0 ? lo : hi, " of a table of ", num_weights, " rows, num_weights; valid indices are 0 to ",
-                 num_weights - 1, "; pass the num_weights of the forward's table)");
-  }
+  // The kernels check the indices (deferred on a GPU: kernels/cuda/device_check.h).
   Tensor grad_weight = detail::make_result({num_weights, D}, grad_out.dtype(), grad_out.device(),
                                            Origin::computed(op, grad_out.origin()));
   const Tensor g = grad_out.contiguous().reshape({K, D}), idx = indices.contiguous().reshape({K});

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cuda/allocator.h"
+#include "kernels/cuda/device_check.h"
 #include "kernels/cuda/host_allocator.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/cuda/stream.h"
@@ -97,12 +98,9 @@ void count_copy_waits(Device dst, Device src, bool host_pinned_async) {
   }
 }
 
-}  // namespace
-
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool non_blocking,
-                const Storage* dst_storage, const Storage* src_storage) {
-  if (nbytes == 0) return;
-  count_copy_waits(dst_device, src_device, non_blocking && is_pinned(dst_device.is_cuda() ? src_storage : dst_storage));
+// The copy itself, for copy_bytes.
+void copy_bytes_unreported(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes,
+                           bool non_blocking, const Storage* dst_storage, const Storage* src_storage) {
   bool dst_host = backend_of(dst_device) == Backend::CPU;
   bool src_host = backend_of(src_device) == Backend::CPU;
   using cuda::detail::CopyKind;
@@ -135,6 +133,22 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   } else {
     cuda::detail::stream_synchronize(gpu_device.index(), stream.handle);
   }
+}
+
+}  // namespace
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes, bool non_blocking,
+                const Storage* dst_storage, const Storage* src_storage) {
+  if (nbytes == 0) return;
+  const bool host_pinned_async = non_blocking && is_pinned(dst_device.is_cuda() ? src_storage : dst_storage);
+  count_copy_waits(dst_device, src_device, host_pinned_async);
+  copy_bytes_unreported(dst, dst_device, src, src_device, nbytes, non_blocking, dst_storage, src_storage);
+  // A blocking copy out of a device has waited for it: an error a kernel
+  // recorded there is reported now, before its values are used
+  // (kernels/cuda/device_check.h). An upload carries nothing of the
+  // device's back, and may run on a loader's thread: it reports nothing.
+  if (!src_device.is_cuda() || dst_device == src_device || (host_pinned_async && !dst_device.is_cuda())) return;
+  cuda::detail::throw_device_error(src_device.index(), "a blocking copy (.item(), .cpu(), .to(), to_vector)");
 }
 
 }  // namespace tandem

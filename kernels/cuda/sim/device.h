@@ -100,6 +100,9 @@ T shuffle(unsigned mask, T v, ShuffleKind kind, int arg, int width) {
 
 inline void __syncthreads() { ::tandem::sim::sync_threads(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ::tandem::sim::sync_warp(mask); }
+// One simulated thread runs at a time, on the host: its stores are in order.
+inline void __threadfence() {}
+inline void __threadfence_system() {}
 
 template <typename T>
 T __shfl_sync(unsigned mask, T v, int src_lane, int width = warpSize) {
