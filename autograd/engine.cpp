@@ -9,6 +9,7 @@
 #include "autograd/rules.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
 
@@ -147,6 +148,9 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
   for (auto& [n, d] : deps)
     if (d == 0) ready.push(n);
   AutoGradMode mode(options.create_graph);
+  // Backward ops run in the dtypes the forward's were run in (the saved
+  // tensors' and the gradients'), not cast again: autocast is off here.
+  autocast::detail::Excluded no_autocast;
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();

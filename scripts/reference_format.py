@@ -12,6 +12,7 @@ import torch
 # torch's dtype names, as tests/reference_data.h's parse_dtype reads them.
 DTYPES = {
     torch.float32: "float32", torch.float64: "float64", torch.int64: "int64", torch.bool: "bool",
+    torch.float16: "float16", torch.bfloat16: "bfloat16",
 }
 
 

@@ -23,6 +23,7 @@
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/tensor.h"
 #include "tensor/io/safetensors.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/conv.h"
 #include "tensor/ops/cuda.h"
 #include "tensor/ops/cuda_matmul.h"

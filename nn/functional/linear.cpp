@@ -2,6 +2,7 @@
 // transposed, no copy) and a broadcast bias add.
 #include "nn/functional/linear.h"
 
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/linalg.h"
@@ -9,6 +10,8 @@
 namespace tandem::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (auto in = autocast::detail::inputs("linear", {input, weight, bias}))
+    return autocast::detail::excluded([&] { return linear((*in)[0], (*in)[1], (*in)[2]); });
   TANDEM_CHECK(input.defined() && weight.defined(), ValueError, "linear: input and weight must be defined");
   // The weight first: when the input is on the wrong device, the message
   // says to move the input, which is almost always the fix.

@@ -11,6 +11,7 @@
 #include "tensor/core/errors.h"
 #include "tensor/core/grad_mode.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"
@@ -262,6 +263,10 @@ std::once_flag mse_broadcast_warning, l1_broadcast_warning;
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
   const char* op = "cross_entropy";
   const Tensor& weight = options.weight();
+  if (auto in = autocast::detail::inputs(op, {input, target, weight})) {
+    return autocast::detail::excluded(
+        [&] { return cross_entropy((*in)[0], (*in)[1], CrossEntropyFuncOptions(options).weight((*in)[2])); });
+  }
   check_inputs(op, {{"input", input}, {"target", target}});
   check_same_device(op, {{"input", input}, {"target", target}, {"weight", weight}});
   check_class_input(op, input, "logits");
@@ -294,6 +299,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options) {
   const char* op = "nll_loss";
   const Tensor& weight = options.weight();
+  if (auto in = autocast::detail::inputs(op, {input, target, weight})) {
+    return autocast::detail::excluded(
+        [&] { return nll_loss((*in)[0], (*in)[1], NLLLossFuncOptions(options).weight((*in)[2])); });
+  }
   check_inputs(op, {{"input", input}, {"target", target}});
   check_same_device(op, {{"input", input}, {"target", target}, {"weight", weight}});
   check_class_input(op, input, "log-probabilities");
@@ -303,6 +312,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options) {
+  if (auto in = autocast::detail::inputs("mse_loss", {input, target}))
+    return autocast::detail::excluded([&] { return mse_loss((*in)[0], (*in)[1], options); });
   check_pointwise("mse_loss", input, target);
   warn_if_broadcast("mse_loss", input, target, mse_broadcast_warning);
   Tensor diff = input - target;
@@ -310,6 +321,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options) {
+  if (auto in = autocast::detail::inputs("l1_loss", {input, target}))
+    return autocast::detail::excluded([&] { return l1_loss((*in)[0], (*in)[1], options); });
   check_pointwise("l1_loss", input, target);
   warn_if_broadcast("l1_loss", input, target, l1_broadcast_warning);
   return reduce((input - target).abs(), options.reduction());
@@ -320,6 +333,12 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   const char* op = "binary_cross_entropy_with_logits";
   const Tensor& weight = options.weight();
   const Tensor& pos_weight = options.pos_weight();
+  if (auto in = autocast::detail::inputs(op, {input, target, weight, pos_weight})) {
+    return autocast::detail::excluded([&] {
+      return binary_cross_entropy_with_logits(
+          (*in)[0], (*in)[1], BinaryCrossEntropyWithLogitsFuncOptions(options).weight((*in)[2]).pos_weight((*in)[3]));
+    });
+  }
   check_inputs(op, {{"input", input}, {"target", target}});
   check_same_device(op, {{"input", input}, {"target", target}, {"weight", weight}, {"pos_weight", pos_weight}});
   check_floating_input(op, input, "logits");

@@ -81,6 +81,55 @@
   X(EluBackward, "elu_backward", Input, EluParams)                    \
   X(SoftplusBackward, "softplus_backward", Input, SoftplusParams)
 
+// ---- autocast: X("name", cuda, cpu), the precision each op runs in inside
+// an AutocastGuard for a tensor of that device type (tensor/ops/autocast.h),
+// PyTorch's lists (aten/src/ATen/autocast_mode.h and .cpp: the CUDA and CPU
+// registrations) restricted to the ops Tandem has. An op not listed runs in
+// the dtypes it is given (PyTorch's fallthrough: relu, add, mean, dropout,
+// the pools, batch_norm, whose statistics are float32 in the kernel for a
+// 16-bit input). Only float32, float16 and bfloat16 tensors are cast;
+// float64, integer and bool tensors never are.
+//   Lower    every floating input in the guard's dtype (float16 or bfloat16):
+//            PyTorch's lower_precision_fp
+//   Float32  every floating input in float32: fp32, fp32_set_opt_dtype (an
+//            op given an explicit dtype is not cast) and fp32_append_dtype
+//   Promote  the floating inputs in the widest of their dtypes (float16 with
+//            bfloat16: float32): promote
+//   None     as not listed (the op is in the other device's list only)
+#define TANDEM_AUTOCAST_OPS(X)                                                           \
+  /* matrix products and convolutions */                                                 \
+  X("matmul", Lower, Lower)                                                              \
+  X("mm", Lower, Lower)                                                                  \
+  X("bmm", Lower, Lower)                                                                 \
+  X("linear", Lower, Lower)                                                              \
+  X("conv2d", Lower, Lower)                                                              \
+  /* pointwise ops whose range or accuracy needs float32 */                              \
+  X("exp", Float32, None)                                                                \
+  X("log", Float32, None)                                                                \
+  X("log1p", Float32, None)                                                              \
+  X("rsqrt", Float32, None)                                                              \
+  X("pow", Float32, None)                                                                \
+  X("softplus", Float32, None)                                                           \
+  /* reductions and normalisations */                                                    \
+  X("sum", Float32, None)                                                                \
+  X("prod", Float32, Float32)                                                            \
+  X("softmax", Float32, None)                                                            \
+  X("log_softmax", Float32, None)                                                        \
+  X("logsumexp", Float32, None)                                                          \
+  X("norm", Float32, None)                                                               \
+  X("layer_norm", Float32, None)                                                         \
+  /* losses (cross_entropy on cuda: PyTorch's log_softmax and nll_loss are) */           \
+  X("cross_entropy", Float32, Float32)                                                   \
+  X("nll_loss", Float32, Float32)                                                        \
+  X("mse_loss", Float32, Float32)                                                        \
+  X("l1_loss", Float32, Float32)                                                         \
+  X("binary_cross_entropy_with_logits", Float32, Float32)                                \
+  /* mixed inputs (where and cat promote by themselves; the policy makes it explicit) */ \
+  X("cat", Promote, Promote)                                                             \
+  X("stack", Promote, Promote)                                                           \
+  X("where", Promote, Promote)                                                           \
+  X("scatter_add", Promote, None)
+
 // ---- parameter structs: X(Params), each defined below.
 #define TANDEM_UNARY_PARAMS(X) X(PowScalarParams) X(ClampParams) X(LeakyReluParams) X(EluParams) X(SoftplusParams)
 

@@ -10,6 +10,7 @@
 #include "kernels/cuda/conv.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/conv_args.h"
 #include "tensor/ops/dispatch.h"
@@ -189,6 +190,10 @@ void check_backward(const char* name, const Tensor& grad_out, const char* other_
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  if (auto in = autocast::detail::inputs("conv2d", {input, weight, bias})) {
+    return autocast::detail::excluded(
+        [&] { return conv2d((*in)[0], (*in)[1], (*in)[2], stride, padding, dilation, groups); });
+  }
   check_defined("conv2d", {{"input", input}, {"weight", weight}});
   // The weight first: when the input is on the wrong device, the message
   // says to move the input, which is almost always the fix.

@@ -10,6 +10,7 @@
 #include "tensor/core/node_params.h"
 #include "tensor/core/op_table.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -220,6 +221,10 @@ namespace detail {
 
 Tensor unary_op(UnaryOp op, const Tensor& x, const UnaryParams& p, std::optional<Dtype> compute) {
   const char* name = op_name(op);
+  if (!compute) {
+    if (auto in = autocast::detail::inputs(name, {x}))
+      return autocast::detail::excluded([&] { return unary_op(op, (*in)[0], p, compute); });
+  }
   check_defined(name, {{"input", x}});
   check_unary_dtype(op, x.dtype());
   Recorder rec(grad_op(op), {x});
@@ -298,6 +303,8 @@ Tensor binary_compute(BinaryOp op, const Tensor& a, const Tensor& b, const Scala
 }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  if (auto in = autocast::detail::inputs(op_name(op), {a, b}))
+    return autocast::detail::excluded([&] { return binary_op(op, (*in)[0], (*in)[1], alpha); });
   if (is_comparison(op)) return binary_compute(op, a, b, alpha);
   TANDEM_INTERNAL_ASSERT(is_arithmetic(op), op_name(op), " has no derivative");
   Recorder rec(grad_op(op), {a, b});
@@ -399,6 +406,8 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 
 Tensor pow(const Tensor& x, const Scalar& exponent) {
+  if (auto in = autocast::detail::inputs("pow", {x}))
+    return autocast::detail::excluded([&] { return pow((*in)[0], exponent); });
   check_defined("pow", {{"self", x}});
   TANDEM_CHECK(!(is_integral(x.dtype(), true) && exponent.is_integral() && exponent.to_int() < 0), ValueError,
                "pow: integers to negative integer powers are not allowed (", x.dtype(), " tensor to the power ",
@@ -438,6 +447,8 @@ Tensor ge(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Ge, a, 
 
 // ---------------------------------------------------------------- where, clamp, masked_fill
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (auto in = autocast::detail::inputs("where", {cond, a, b}))
+    return autocast::detail::excluded([&] { return where((*in)[0], (*in)[1], (*in)[2]); });
   check_inputs("where", {{"condition", cond}, {"input", a}, {"other", b}});
   TANDEM_CHECK(cond.dtype() == kBool, DtypeError,
                "where: expected condition to be a bool tensor, but got a tensor with dtype ", cond.dtype());

@@ -11,6 +11,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/elementwise.h"
@@ -96,6 +97,8 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (auto in = autocast::detail::inputs("scatter_add", {t, index, src}))
+    return autocast::detail::excluded([&] { return scatter_add((*in)[0], dim, (*in)[1], (*in)[2]); });
   dim = check_scatter_add("scatter_add", t, dim, index, src);
   autograd::Recorder rec(autograd::GradOp::ScatterAdd, {t, src});
   Tensor out = detail::make_result(t.sizes(), t.dtype(), t.device(), Origin::computed("scatter_add", t.origin()));

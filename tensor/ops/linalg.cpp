@@ -10,6 +10,7 @@
 #include "kernels/linalg.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/cuda_matmul.h"
 #include "tensor/ops/dispatch.h"
@@ -99,6 +100,8 @@ Tensor recorded_product(autograd::GradOp grad_op, const char* op, const Tensor& 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto in = autocast::detail::inputs("matmul", {a, b}))
+    return autocast::detail::excluded([&] { return matmul((*in)[0], (*in)[1]); });
   check_inputs("matmul", {{"self", a}, {"other", b}});
   int64_t da = a.dim(), db = b.dim();
   TANDEM_CHECK(da >= 1 && db >= 1, ShapeError, "both arguments to matmul need to be at least 1D, but they are ", da,
@@ -133,6 +136,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto in = autocast::detail::inputs("mm", {a, b}))
+    return autocast::detail::excluded([&] { return mm((*in)[0], (*in)[1]); });
   check_inputs("mm", {{"mat1", a}, {"mat2", b}});
   check_rank(a, 2, "self must be a matrix", "mm", "two 2-D tensors");
   check_rank(b, 2, "mat2 must be a matrix", "mm", "two 2-D tensors");
@@ -143,6 +148,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto in = autocast::detail::inputs("bmm", {a, b}))
+    return autocast::detail::excluded([&] { return bmm((*in)[0], (*in)[1]); });
   check_inputs("bmm", {{"batch1", a}, {"batch2", b}});
   check_rank(a, 3, "batch1 must be a 3D tensor", "bmm", "(B, M, K) and (B, K, N) tensors");
   check_rank(b, 3, "batch2 must be a 3D tensor", "bmm", "(B, M, K) and (B, K, N) tensors");

@@ -20,6 +20,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -219,6 +220,8 @@ int64_t check_layer_norm(const char* op, const Tensor& input, IntArrayRef normal
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
   const char* op = "layer_norm";
+  if (auto in = autocast::detail::inputs(op, {input, weight, bias}))
+    return autocast::detail::excluded([&] { return layer_norm((*in)[0], normalized_shape, (*in)[1], (*in)[2], eps); });
   check_defined(op, {{"input", input}});
   check_same_device(op, {{"weight", weight}, {"bias", bias}, {"input", input}});
   check_floating_input(op, "LayerNormKernelImpl", input);

@@ -11,6 +11,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -193,6 +194,10 @@ Tensor var_std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepd
 
 Tensor softmax_op(const Tensor& x, int64_t dim, std::optional<Dtype> dtype, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
+  if (!dtype) {  // an explicit dtype is kept (PyTorch's fp32_set_opt_dtype)
+    if (auto in = autocast::detail::inputs(name, {x}))
+      return autocast::detail::excluded([&] { return softmax_op((*in)[0], dim, dtype, log); });
+  }
   check_defined(name, {{"self", x}});
   Dtype dt = dtype.value_or(x.dtype());
   TANDEM_CHECK(is_floating_point(dt), DtypeError, name, "(): needs a floating dtype to compute in, but got ", dt,
@@ -226,6 +231,10 @@ Tensor prod_op(const Tensor& x, const ReduceShape& r, bool keepdim, std::optiona
 
 // ---------------------------------------------------------------- sum, mean, prod
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype> dtype) {
+  if (!dtype) {
+    if (auto in = autocast::detail::inputs("sum", {x}))
+      return autocast::detail::excluded([&] { return sum((*in)[0], dims, keepdim, dtype); });
+  }
   check_defined("sum", {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, "sum");
   Recorder rec(GradOp::Sum, {x});
@@ -247,10 +256,18 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Dtype
 Tensor mean(const Tensor& x, std::optional<Dtype> dtype) { return mean(x, IntArrayRef(), false, dtype); }
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<Dtype> dtype) {
+  if (!dtype) {
+    if (auto in = autocast::detail::inputs("prod", {x}))
+      return autocast::detail::excluded([&] { return prod((*in)[0], dim, keepdim, dtype); });
+  }
   check_defined("prod", {{"self", x}});
   return prod_op(x, reduce_shape(x, {dim}, keepdim, "prod"), keepdim, dtype);
 }
 Tensor prod(const Tensor& x, std::optional<Dtype> dtype) {
+  if (!dtype) {
+    if (auto in = autocast::detail::inputs("prod", {x}))
+      return autocast::detail::excluded([&] { return prod((*in)[0], dtype); });
+  }
   check_defined("prod", {{"self", x}});
   return prod_op(x, reduce_shape(x, {}, false, "prod"), false, dtype);
 }
@@ -282,6 +299,8 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 }
 
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  if (auto in = autocast::detail::inputs("norm", {x}))
+    return autocast::detail::excluded([&] { return norm((*in)[0], p, dims, keepdim); });
   check_defined("norm", {{"self", x}});
   TANDEM_CHECK(x.is_floating_point(), DtypeError, "norm(): expected a floating point input, but got ", x.dtype(),
                " (PyTorch: linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
@@ -306,6 +325,8 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (auto in = autocast::detail::inputs("logsumexp", {x}))
+    return autocast::detail::excluded([&] { return logsumexp((*in)[0], dims, keepdim); });
   check_defined("logsumexp", {{"self", x}});
   ReduceShape r = reduce_shape(x, dims, keepdim, "logsumexp");
   Recorder rec(GradOp::LogSumExp, {x});

@@ -12,6 +12,7 @@
 #include "tensor/core/grad_record.h"
 #include "tensor/core/node_params.h"
 #include "tensor/core/shape.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/dispatch.h"
 #include "tensor/ops/factory.h"
@@ -96,6 +97,8 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, const char* op)
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (auto in = autocast::detail::inputs("cat", tensors))
+    return autocast::detail::excluded([&] { return cat(*in, dim); });
   TANDEM_CHECK(!tensors.empty(), ValueError, "cat(): expected a non-empty list of Tensors");
   check_list_defined("cat", tensors);
   check_same_device("cat", "tensors", tensors);
@@ -116,6 +119,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (auto in = autocast::detail::inputs("stack", tensors))
+    return autocast::detail::excluded([&] { return stack(*in, dim); });
   TANDEM_CHECK(!tensors.empty(), ValueError, "stack(): expected a non-empty list of Tensors");
   check_list_defined("stack", tensors);
   check_same_device("stack", "tensors", tensors);
