@@ -93,10 +93,10 @@ case("conv2d", "conv2d", lambda x, w, b: F.conv2d(x, w, b, padding=1),
 case("cross_entropy", "cross_entropy", lambda x, y: F.cross_entropy(x, y),
      [randn(4, 5, dtype=torch.bfloat16), labels])
 case("nll_loss", "nll_loss", lambda x, y: F.nll_loss(x, y), [randn(4, 5, dtype=torch.bfloat16), labels])
-case("mse_loss", "mse_loss", F.mse_loss, [randn(3, 4, dtype=torch.bfloat16), randn(3, 4)])
-case("l1_loss", "l1_loss", F.l1_loss, [randn(3, 4, dtype=torch.bfloat16), randn(3, 4)])
+case("mse_loss", "mse_loss", F.mse_loss, [randn(3, 4, dtype=torch.bfloat16), randn(3, 4, dtype=torch.bfloat16)])
+case("l1_loss", "l1_loss", F.l1_loss, [randn(3, 4, dtype=torch.bfloat16), randn(3, 4, dtype=torch.bfloat16)])
 case("bce_with_logits", "binary_cross_entropy_with_logits", F.binary_cross_entropy_with_logits,
-     [randn(3, 4, dtype=torch.bfloat16), torch.rand(3, 4)])
+     [randn(3, 4, dtype=torch.bfloat16), torch.rand(3, 4).to(torch.bfloat16)])
 case("prod", "prod", torch.prod, [(torch.rand(6) + 0.5).to(torch.bfloat16)])
 # Promote: the widest of the inputs.
 case("cat", "cat", lambda a, b: torch.cat([a, b]), [randn(2, 3, dtype=torch.bfloat16), randn(1, 3)])

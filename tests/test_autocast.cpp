@@ -174,6 +174,10 @@ DEVICE_TEST_CASE("autocast touches only the device type it is on, and no integer
   CHECK(i.sum().dtype() == kInt64);
   CHECK(matmul(a.to(kFloat64), b.to(kFloat64)).dtype() == kFloat64);
   CHECK(a.to(kFloat64).exp().dtype() == kFloat64);
+  // where is not listed: a 0-dim float32 fill does not widen a 16-bit
+  // tensor (PyTorch's promotion), the attention-mask pattern.
+  Tensor h = a.to(kFloat16);
+  CHECK(where(h.gt(0), h, full({}, -1e4, TensorOptions(kFloat32).device(device))).dtype() == kFloat16);
 }
 
 TEST_CASE("AutocastGuard nests, restores what was before it, and is off with enabled=false", "[autocast]") {
@@ -190,7 +194,7 @@ TEST_CASE("AutocastGuard nests, restores what was before it, and is off with ena
       CHECK(autocast::get_dtype(kCPU) == kFloat16);
       CHECK(matmul(a, a).dtype() == kFloat16);
       {
-        AutocastGuard off(kCPU, std::nullopt, /*enabled=*/false);
+        AutocastGuard off(kCPU, kFloat32, /*enabled=*/false);  // any dtype when disabled
         CHECK_FALSE(autocast::is_enabled(kCPU));
         CHECK(matmul(a, a).dtype() == kFloat32);
       }
@@ -288,6 +292,20 @@ DEVICE_TEST_CASE(
     test::check_close(after - bias, (before - bias) * 2, test::Tolerance{2e-2, 2e-2});
     CHECK(autocast::cache_size() == 2);
   }
+  // set_data (what Module::to does) swaps the storage under the same tensor:
+  // the next use casts the new values, whatever the versions say.
+  {
+    AutocastGuard guard(device.type());
+    Tensor before = lin->forward(x).to(kFloat32);
+    Tensor w = lin->weight.detach().clone();
+    {
+      NoGradGuard no_grad;
+      lin->weight.set_data(w * 2);
+    }
+    Tensor after = lin->forward(x).to(kFloat32);
+    Tensor bias = lin->bias.to(lower).to(kFloat32);
+    test::check_close(after - bias, (before - bias) * 2, test::Tolerance{2e-2, 2e-2});
+  }
   // With the cache off nothing is kept.
   {
     AutocastGuard guard(device.type(), std::nullopt, true, /*cache_enabled=*/false);
@@ -354,7 +372,9 @@ Tensor run_reference_op(const std::string& op, const std::vector<Tensor>& x) {
 
 }  // namespace
 
-DEVICE_TEST_CASE("autocast against PyTorch's cpu autocast (bfloat16): dtypes, values and gradients", "[autocast]") {
+DEVICE_TEST_CASE(
+    "autocast: PyTorch's cpu autocast's dtypes (bfloat16), and the exact values and gradients of its casts",
+    "[autocast]") {
   test::ReferenceReader reader("autocast_reference.txt");
   test::ReferenceCase c;
   int cases = 0;

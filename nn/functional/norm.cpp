@@ -2,6 +2,7 @@
 #include "nn/functional/norm.h"
 
 #include "tensor/core/grad_mode.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/checks.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/factory.h"
@@ -25,6 +26,8 @@ namespace {
 // PyTorch's embedding_renorm_: each row of weight that indices names is
 // scaled by max_norm / (norm + 1e-7) where its norm exceeds max_norm.
 void renorm_rows(const Tensor& weight, const Tensor& indices, double max_norm, double norm_type) {
+  // PyTorch's embedding_renorm_ is one native op, not autocast: nothing in it is cast here either.
+  autocast::detail::Excluded no_autocast;
   NoGradGuard no_grad;
   const int64_t num = weight.size(0);
   const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());

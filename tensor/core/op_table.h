@@ -96,38 +96,38 @@
 //   Promote  the floating inputs in the widest of their dtypes (float16 with
 //            bfloat16: float32): promote
 //   None     as not listed (the op is in the other device's list only)
-#define TANDEM_AUTOCAST_OPS(X)                                                           \
-  /* matrix products and convolutions */                                                 \
-  X("matmul", Lower, Lower)                                                              \
-  X("mm", Lower, Lower)                                                                  \
-  X("bmm", Lower, Lower)                                                                 \
-  X("linear", Lower, Lower)                                                              \
-  X("conv2d", Lower, Lower)                                                              \
-  /* pointwise ops whose range or accuracy needs float32 */                              \
-  X("exp", Float32, None)                                                                \
-  X("log", Float32, None)                                                                \
-  X("log1p", Float32, None)                                                              \
-  X("rsqrt", Float32, None)                                                              \
-  X("pow", Float32, None)                                                                \
-  X("softplus", Float32, None)                                                           \
-  /* reductions and normalisations */                                                    \
-  X("sum", Float32, None)                                                                \
-  X("prod", Float32, Float32)                                                            \
-  X("softmax", Float32, None)                                                            \
-  X("log_softmax", Float32, None)                                                        \
-  X("logsumexp", Float32, None)                                                          \
-  X("norm", Float32, None)                                                               \
-  X("layer_norm", Float32, None)                                                         \
-  /* losses (cross_entropy on cuda: PyTorch's log_softmax and nll_loss are) */           \
-  X("cross_entropy", Float32, Float32)                                                   \
-  X("nll_loss", Float32, Float32)                                                        \
-  X("mse_loss", Float32, Float32)                                                        \
-  X("l1_loss", Float32, Float32)                                                         \
-  X("binary_cross_entropy_with_logits", Float32, Float32)                                \
-  /* mixed inputs (where and cat promote by themselves; the policy makes it explicit) */ \
-  X("cat", Promote, Promote)                                                             \
-  X("stack", Promote, Promote)                                                           \
-  X("where", Promote, Promote)                                                           \
+#define TANDEM_AUTOCAST_OPS(X)                                                                                        \
+  /* matrix products and convolutions */                                                                              \
+  X("matmul", Lower, Lower)                                                                                           \
+  X("mm", Lower, Lower)                                                                                               \
+  X("bmm", Lower, Lower)                                                                                              \
+  X("linear", Lower, Lower)                                                                                           \
+  X("conv2d", Lower, Lower)                                                                                           \
+  /* pointwise ops whose range or accuracy needs float32 */                                                           \
+  X("exp", Float32, None)                                                                                             \
+  X("log", Float32, None)                                                                                             \
+  X("log1p", Float32, None)                                                                                           \
+  X("rsqrt", Float32, None)                                                                                           \
+  X("pow", Float32, None)                                                                                             \
+  X("softplus", Float32, None)                                                                                        \
+  /* reductions and normalisations */                                                                                 \
+  X("sum", Float32, None)                                                                                             \
+  X("prod", Float32, Float32)                                                                                         \
+  X("softmax", Float32, None)                                                                                         \
+  X("log_softmax", Float32, None)                                                                                     \
+  X("logsumexp", Float32, None)                                                                                       \
+  X("norm", Float32, None)                                                                                            \
+  X("layer_norm", Float32, None)                                                                                      \
+  /* losses (cross_entropy on cuda: PyTorch's log_softmax and nll_loss are) */                                        \
+  X("cross_entropy", Float32, Float32)                                                                                \
+  X("nll_loss", Float32, Float32)                                                                                     \
+  X("mse_loss", Float32, Float32)                                                                                     \
+  X("l1_loss", Float32, Float32)                                                                                      \
+  X("binary_cross_entropy_with_logits", Float32, Float32)                                                             \
+  /* mixed inputs (cat and stack promote by themselves too; where is not listed: it promotes natively, a 0-dim tensor \
+   * not widening the others) */                                                                                      \
+  X("cat", Promote, Promote)                                                                                          \
+  X("stack", Promote, Promote)                                                                                        \
   X("scatter_add", Promote, None)
 
 // ---- parameter structs: X(Params), each defined below.

@@ -60,6 +60,7 @@ struct CacheKey {
 };
 struct CacheValue {
   std::shared_ptr<TensorImpl> source;
+  const Storage* storage;  // set_data (Module::to) swaps the storage under one TensorImpl
   uint64_t version;
   Tensor cast;
 };
@@ -79,9 +80,10 @@ Tensor cast(const Tensor& t, Dtype to) {
   if (!cacheable(t, to)) return t.to(to);
   const CacheKey key{t.impl(), to, GradMode::is_enabled()};
   auto it = t_cache.find(key);
-  if (it != t_cache.end() && it->second.version == t._version()) return it->second.cast;
+  if (it != t_cache.end() && it->second.storage == t.storage().get() && it->second.version == t._version())
+    return it->second.cast;
   Tensor c = t.to(to);
-  t_cache[key] = CacheValue{t.shared_impl(), t._version(), c};
+  t_cache[key] = CacheValue{t.shared_impl(), t.storage().get(), t._version(), c};
   return c;
 }
 
@@ -125,13 +127,13 @@ AutocastGuard::AutocastGuard(DeviceType device_type, std::optional<Dtype> dtype,
       prev_dtype_(device_state(device_type).dtype),
       prev_cache_enabled_(t_state.cache_enabled) {
   const Dtype lower = dtype.value_or(device_type == kCUDA ? kFloat16 : kBFloat16);
-  TANDEM_CHECK(lower == kFloat16 || lower == kBFloat16, ValueError, "AutocastGuard: autocast on ",
+  TANDEM_CHECK(!enabled || lower == kFloat16 || lower == kBFloat16, ValueError, "AutocastGuard: autocast on ",
                device_type_name(device_type), " casts to float16 or bfloat16, but got dtype ", lower,
                " (for float32 everywhere, leave autocast off: AutocastGuard(", device_type_name(device_type),
                ", std::nullopt, /*enabled=*/false))");
   DeviceState& s = device_state(device_type);
   s.enabled = enabled;
-  s.dtype = lower;
+  if (lower == kFloat16 || lower == kBFloat16) s.dtype = lower;
   t_state.cache_enabled = cache_enabled;
   ++t_state.nesting;
 }

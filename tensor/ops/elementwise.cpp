@@ -417,6 +417,9 @@ Tensor pow(const Tensor& x, const Scalar& exponent) {
 }
 Tensor pow(const Tensor& x, const Tensor& exponent) { return binary_op(BinaryOp::Pow, x, exponent); }
 Tensor pow(const Scalar& x, const Tensor& exponent) {
+  // The exponent is cast before the scalar is wrapped in its dtype (PyTorch's pow.Scalar keeps x exact).
+  if (auto in = autocast::detail::inputs("pow", {exponent}))
+    return autocast::detail::excluded([&] { return pow(x, (*in)[0]); });
   check_defined("pow", {{"exponent", exponent}});
   return binary_op(BinaryOp::Pow, wrap_scalar(x, exponent, result_type(exponent, x)), exponent);
 }
@@ -447,8 +450,6 @@ Tensor ge(const Tensor& a, const Scalar& b) { return binary_op(BinaryOp::Ge, a, 
 
 // ---------------------------------------------------------------- where, clamp, masked_fill
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  if (auto in = autocast::detail::inputs("where", {cond, a, b}))
-    return autocast::detail::excluded([&] { return where((*in)[0], (*in)[1], (*in)[2]); });
   check_inputs("where", {{"condition", cond}, {"input", a}, {"other", b}});
   TANDEM_CHECK(cond.dtype() == kBool, DtypeError,
                "where: expected condition to be a bool tensor, but got a tensor with dtype ", cond.dtype());
