@@ -19,6 +19,17 @@
 //   front end refuses the orders without one (inf, -inf, p < 0).
 // foreach_mul_: tensors[i] *= scale, in the opmath type; scale: one element of the
 //   tensors' dtype, on their device.
+// amp_unscale_: the GradScaler's unscale and check in one pass (PyTorch's
+//   _amp_foreach_non_finite_check_and_unscale_): grads[i] *= inv_scale, in the
+//   opmath type, and found_inf = 1 when any element of any grad was inf or NaN
+//   before; found_inf is only ever set, never cleared. inv_scale, found_inf:
+//   one float32 element each, on the grads' device.
+// amp_update_scale_: the GradScaler's scale update (PyTorch's _amp_update_scale_),
+//   on the device: with found_inf != 0, scale *= backoff_factor and
+//   growth_tracker = 0; otherwise growth_tracker += 1, and when it reaches
+//   growth_interval, scale *= growth_factor (unless that is not finite) and
+//   growth_tracker = 0. scale, found_inf: one float32 element; growth_tracker:
+//   one int32 element; all on one device.
 //
 // On CUDA each packs the pointers and sizes of many tensors into one kernel
 // argument and runs a block per 64K-element chunk of any of them, so a step
@@ -42,6 +53,10 @@
      const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,                               \
      const std::vector<double>& steps, const fn::AdamHyper& h))                                                        \
   K(void, foreach_norm, (const std::vector<Tensor>& tensors, double p, const Tensor& out))                             \
-  K(void, foreach_mul_, (const std::vector<Tensor>& tensors, const Tensor& scale))
+  K(void, foreach_mul_, (const std::vector<Tensor>& tensors, const Tensor& scale))                                     \
+  K(void, amp_unscale_, (const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale))          \
+  K(void, amp_update_scale_,                                                                                           \
+    (const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,                 \
+     double backoff_factor, int64_t growth_interval))
 
 TANDEM_KERNELS(TANDEM_OPTIM_KERNELS)

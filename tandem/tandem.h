@@ -13,6 +13,7 @@
 #include "nn/utils/clip_grad.h"
 #include "optim/adam.h"
 #include "optim/adamw.h"
+#include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/sgd.h"

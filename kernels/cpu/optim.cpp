@@ -7,6 +7,7 @@
 #include "kernels/optim.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 
@@ -215,6 +216,39 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
       });
     }
   });
+}
+
+void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
+  const float inv = *data<float>(inv_scale);
+  std::atomic<bool> any{false};
+  for (const Tensor& g : grads) {
+    dispatch_floating(g.dtype(), "amp_unscale_ (cpu)", [&]<typename T>() {
+      using M = opmath_t<T>;
+      T* x = data<T>(g);
+      const M c = static_cast<M>(inv);
+      parallel_for(0, g.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+        bool bad = false;
+        for (int64_t i = begin; i < end; ++i) {
+          const M v = static_cast<M>(x[i]);
+          bad |= !std::isfinite(v);
+          x[i] = static_cast<T>(v * c);
+        }
+        if (bad) any.store(true, std::memory_order_relaxed);
+      });
+    });
+  }
+  if (any.load()) *data<float>(found_inf) = 1.0f;
+}
+
+void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
+                       double backoff_factor, int64_t growth_interval) {
+  float& s = *data<float>(scale);
+  int32_t& tracker = *data<int32_t>(growth_tracker);
+  const fn::ScaleUpdate u =
+      fn::update_scale(s, tracker, *data<float>(found_inf) != 0.0f, static_cast<float>(growth_factor),
+                       static_cast<float>(backoff_factor), growth_interval);
+  s = u.scale;
+  tracker = u.growth_tracker;
 }
 
 }  // namespace tandem::cpu

@@ -313,6 +313,47 @@ struct MulBody {
   }
 };
 
+// ---- the GradScaler's unscale and non-finite check: x *= inv_scale, and
+// found_inf = 1 where an element was not finite (every writer writes 1: no
+// atomic needed)
+template <typename T>
+struct UnscaleBody {
+  const float* inv_scale;
+  float* found_inf;
+
+  template <typename List>
+  __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
+    using M = opmath_t<T>;
+    T* x = static_cast<T*>(l.ptrs[0][t]) + begin;
+    const M c = static_cast<M>(*inv_scale);
+    bool bad = false;
+    auto apply = [&]<int W>(int64_t i) {
+      Vector<T, W> xv = load_vector<W>(x + i);
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const M v = load_as<M>(xv.v[k]);
+        bad |= !fn::finite(static_cast<float>(v));
+        xv.v[k] = store_as<T>(v * c);
+      }
+      store_vector<W>(x + i, xv);
+    };
+    constexpr int W = kVecWidth<T>;
+    if (aligned<W, T>(x))
+      block_elements<W>(n, apply);
+    else
+      block_elements<1>(n, apply);
+    if (bad) *found_inf = 1.0f;
+  }
+};
+
+__global__ void update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf, float growth_factor,
+                                    float backoff_factor, int64_t growth_interval) {
+  const fn::ScaleUpdate u =
+      fn::update_scale(*scale, *growth_tracker, *found_inf != 0.0f, growth_factor, backoff_factor, growth_interval);
+  *scale = u.scale;
+  *growth_tracker = u.growth_tracker;
+}
+
 int device_of(const std::vector<Tensor>& tensors) { return tensors[0].device().index(); }
 
 }  // namespace
@@ -403,6 +444,30 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
       launch_list(l, blocks, MulBody<T>{scale.data_ptr<T>()}, stream);
     });
   });
+}
+
+void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
+  if (grads.empty()) return;
+  const int device = device_of(grads);
+  DeviceGuard guard(device);
+  cudaStream_t stream = stream_of(grads[0]);
+  dispatch_floating(grads[0].dtype(), "amp_unscale_ (cuda)", [&]<typename T>() {
+    std::vector<NoAux> none(grads.size());
+    for_each_list<1, NoAux>({&grads}, none, [&](const auto& l, int64_t blocks) {
+      launch_list(l, blocks, UnscaleBody<T>{inv_scale.data_ptr<float>(), found_inf.data_ptr<float>()}, stream);
+    });
+  });
+}
+
+void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
+                       double backoff_factor, int64_t growth_interval) {
+  const int device = scale.device().index();
+  DeviceGuard guard(device);
+  cudaStream_t stream = stream_of(scale);
+  TANDEM_LAUNCH(1, 1, 0, stream, update_scale_kernel)
+  (scale.data_ptr<float>(), growth_tracker.data_ptr<int32_t>(), found_inf.data_ptr<float>(),
+   static_cast<float>(growth_factor), static_cast<float>(backoff_factor), growth_interval);
+  TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace tandem::cuda

@@ -187,4 +187,33 @@ decltype(auto) visit_adam(const AdamHyper& h, Visit&& visit) {
   return with_amsgrad.template operator()<WeightDecay::None>();
 }
 
+// ---------------------------------------------------------------- the GradScaler's scale
+
+// finite: neither inf nor NaN, in device code too.
+TANDEM_OPTIM_INLINE bool finite(float x) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
+
+// torch.amp.GradScaler's update (PyTorch's _amp_update_scale_): back off on a
+// step that found an inf or NaN, grow after growth_interval clean steps in a
+// row, never to inf.
+struct ScaleUpdate {
+  float scale;
+  int32_t growth_tracker;
+};
+TANDEM_OPTIM_INLINE ScaleUpdate update_scale(float scale, int32_t growth_tracker, bool found_inf, float growth_factor,
+                                             float backoff_factor, int64_t growth_interval) {
+  if (found_inf) return {scale * backoff_factor, 0};
+  const int32_t successful = growth_tracker + 1;
+  if (successful == growth_interval) {
+    const float grown = scale * growth_factor;
+    return {finite(grown) ? grown : scale, 0};
+  }
+  return {scale, successful};
+}
+
 }  // namespace tandem::fn

@@ -97,4 +97,51 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
   }
 }
 
+void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
+  const char* op = "amp_unscale_";
+  check_list(op, grads);
+  check_defined(op, {{"found_inf", found_inf}, {"inv_scale", inv_scale}});
+  check_same_device(op, {{"grads[0]", grads[0]}, {"found_inf", found_inf}, {"inv_scale", inv_scale}});
+  for (const auto& [name, t] :
+       {std::pair<const char*, const Tensor&>{"found_inf", found_inf}, {"inv_scale", inv_scale}}) {
+    TANDEM_CHECK(t.numel() == 1 && t.dtype() == kFloat32 && t.is_contiguous(), ValueError, op, ": ", name,
+                 " must be a one-element float32 tensor, but got shape ", shape_str(t.sizes()), " and dtype ",
+                 t.dtype());
+  }
+  TANDEM_CHECK(!GradMode::is_enabled() ||
+                   std::none_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.requires_grad(); }),
+               ValueError, op,
+               ": records no graph, but grad mode is on and a gradient requires grad; call it inside a NoGradGuard");
+  std::vector<Tensor> dense;
+  std::vector<std::pair<Tensor, Tensor>> write_back;  // (strided grad, its contiguous copy)
+  for (const Tensor& g : grads) {
+    if (g.is_contiguous()) {
+      dense.push_back(g);
+    } else {
+      write_back.emplace_back(g, g.contiguous());
+      dense.push_back(write_back.back().second);
+    }
+  }
+  dispatch(found_inf.device(), cpu::amp_unscale_, cuda::amp_unscale_, dense, found_inf, inv_scale);
+  for (const Tensor& g : grads) g.storage()->bump_version();
+  found_inf.storage()->bump_version();
+  NoGradGuard no_grad;
+  for (auto& [g, c] : write_back) Tensor(g).copy_(c);
+}
+
+void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
+                       double backoff_factor, int64_t growth_interval) {
+  const char* op = "amp_update_scale_";
+  check_defined(op, {{"scale", scale}, {"growth_tracker", growth_tracker}, {"found_inf", found_inf}});
+  check_same_device(op, {{"scale", scale}, {"growth_tracker", growth_tracker}, {"found_inf", found_inf}});
+  TANDEM_CHECK(scale.numel() == 1 && scale.dtype() == kFloat32 && found_inf.numel() == 1 &&
+                   found_inf.dtype() == kFloat32 && growth_tracker.numel() == 1 && growth_tracker.dtype() == kInt32,
+               ValueError, op,
+               ": expected one-element scale (float32), growth_tracker (int32) and found_inf (float32)");
+  dispatch(scale.device(), cpu::amp_update_scale_, cuda::amp_update_scale_, scale, growth_tracker, found_inf,
+           growth_factor, backoff_factor, growth_interval);
+  scale.storage()->bump_version();
+  growth_tracker.storage()->bump_version();
+}
+
 }  // namespace tandem::detail

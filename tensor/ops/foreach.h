@@ -32,4 +32,16 @@ Tensor foreach_norm(const std::vector<Tensor>& tensors, double p);
 // A tensor listed twice is scaled twice.
 void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale);
 
+// The GradScaler's two device ops (optim/grad_scaler.h), PyTorch's
+// _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_, each one
+// kernel and no host synchronisation:
+// grads[i] *= inv_scale in place, and found_inf set to 1 when any element of
+// any grad was inf or NaN (never cleared). grads: one device, one floating
+// dtype; inv_scale and found_inf: float32, one element, on that device.
+void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale);
+// scale (float32), growth_tracker (int32), found_inf (float32): one element
+// each on one device; updated as GradScaler.update does (kernels/optim.h).
+void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
+                       double backoff_factor, int64_t growth_interval);
+
 }  // namespace tandem::detail

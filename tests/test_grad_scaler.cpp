@@ -1,0 +1,319 @@
+// amp::GradScaler (optim/grad_scaler.h) on every device: the scale's state
+// machine on a scripted sequence of clean and overflowing steps (values by
+// hand from PyTorch's rules), a skipped step leaving parameters and
+// optimizer state unchanged, every misuse error in PyTorch's words, the
+// state dict, the disabled scaler, the host synchronisations of a step, and
+// the two device ops (detail::amp_unscale_, detail::amp_update_scale_).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "helpers.h"
+#include "kernels/cuda/allocator.h"
+#include "tensor/ops/foreach.h"
+
+using namespace tandem;
+using Catch::Contains;
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+// Two parameters whose gradients a test sets by hand: what a scaled
+// backward would have left (the true gradient times the scale).
+struct Params {
+  Tensor a, b;
+  explicit Params(Device device) {
+    a = test::make({1.0, -2.0, 3.0}, {3}, kFloat32, device).requires_grad_();
+    b = test::make({0.5, 0.25}, {2}, kFloat32, device).requires_grad_();
+  }
+  std::vector<Tensor> list() const { return {a, b}; }
+  void set_grads(double scale, bool overflow) {
+    a.mutable_grad() =
+        test::make({0.1 * scale, overflow ? kInf : -0.2 * scale, 0.3 * scale}, {3}, kFloat32, a.device());
+    b.mutable_grad() = test::make({0.4 * scale, -0.5 * scale}, {2}, kFloat32, b.device());
+  }
+};
+
+}  // namespace
+
+DEVICE_TEST_CASE("GradScaler: the scale backs off on an overflow and grows after growth_interval clean steps",
+                 "[amp][grad_scaler]") {
+  Params p(device);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(1024).growth_interval(3));
+  CHECK(scaler.get_scale() == 1024);  // init_scale before the first scale()
+  Tensor dummy = ones({}, TensorOptions().device(device));
+  // (overflow?, scale after update, growth tracker after update)
+  const struct {
+    bool overflow;
+    double scale;
+    int64_t tracker;
+  } script[] = {{false, 1024, 1}, {false, 1024, 2}, {false, 2048, 0}, {false, 2048, 1}, {true, 1024, 0},
+                {true, 512, 0},   {false, 512, 1},  {false, 512, 2},  {false, 1024, 0}};
+  std::vector<double> a0 = p.a.to_vector<double>();
+  int64_t taken = 0, step = 0;
+  for (const auto& s : script) {
+    INFO("step " << step++);
+    CHECK(scaler.scale(dummy).item<double>() == scaler.get_scale());
+    p.set_grads(scaler.get_scale(), s.overflow);
+    std::vector<double> before = p.a.to_vector<double>();
+    scaler.step(opt);
+    scaler.update();
+    CHECK(scaler.get_scale() == s.scale);
+    CHECK(scaler.get_growth_tracker() == s.tracker);
+    const std::vector<double> after = p.a.to_vector<double>();
+    if (s.overflow) {
+      CHECK(after == before);  // skipped: not a bit changed
+    } else {
+      ++taken;
+      // The unscaled gradient 0.1 took one step of lr 0.1.
+      CHECK(after[0] == Approx(before[0] - 0.01).epsilon(1e-6));
+    }
+  }
+  CHECK(scaler.skipped_steps() == 2);
+  CHECK(p.a.to_vector<double>()[0] == Approx(a0[0] - 0.01 * static_cast<double>(taken)).epsilon(1e-6));
+}
+
+DEVICE_TEST_CASE("GradScaler: an inf or NaN skips the step and leaves Adam's state as it was", "[amp][grad_scaler]") {
+  Params p(device);
+  optim::Adam opt(p.list(), optim::AdamOptions(1e-2));
+  amp::GradScaler scaler;
+  Tensor dummy = ones({}, TensorOptions().device(device));
+  scaler.scale(dummy);
+  p.set_grads(scaler.get_scale(), false);
+  scaler.step(opt);
+  scaler.update();
+  const optim::OptimizerStateDict before = opt.state_dict();
+  std::vector<std::vector<double>> moments;
+  for (const auto& [i, st] : before.state)
+    for (const auto& item : st.items()) moments.push_back(item.value().to_vector<double>());
+  const std::vector<double> a = p.a.to_vector<double>(), b = p.b.to_vector<double>();
+
+  scaler.scale(dummy);
+  p.set_grads(scaler.get_scale(), /*overflow=*/true);
+  p.b.mutable_grad() = test::make({std::nan(""), 1.0}, {2}, kFloat32, device);  // a NaN on the other parameter too
+  scaler.step(opt);
+  scaler.update();
+  CHECK(scaler.get_scale() == 32768);  // 65536 * 0.5
+  CHECK(scaler.get_growth_tracker() == 0);
+  CHECK(p.a.to_vector<double>() == a);
+  CHECK(p.b.to_vector<double>() == b);
+  size_t k = 0;
+  for (const auto& [i, st] : opt.state_dict().state)
+    for (const auto& item : st.items()) CHECK(item.value().to_vector<double>() == moments[k++]);
+  CHECK(k == moments.size());
+}
+
+DEVICE_TEST_CASE("GradScaler: unscale_ before clipping divides the gradients exactly; bfloat16 gradients too",
+                 "[amp][grad_scaler]") {
+  Params p(device);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(256));
+  scaler.scale(ones({}, TensorOptions().device(device)));
+  p.a.mutable_grad() = test::make({25.6, -51.2, 76.8}, {3}, kFloat32, device);
+  p.b.mutable_grad() = test::make({256, -128}, {2}, kFloat32, device);
+  scaler.unscale_(opt);
+  test::check_values(p.a.grad(), {0.1, -0.2, 0.3}, test::Tolerance{1e-6, 0});
+  test::check_values(p.b.grad(), {1, -0.5}, test::Tolerance{0, 0});
+  scaler.step(opt);  // already unscaled: not again
+  test::check_values(p.b, {0.4, 0.3}, test::Tolerance{1e-6, 1e-7});
+  scaler.update();
+
+  Tensor w = test::make({1, 2}, {2}, kBFloat16, device).requires_grad_();
+  optim::SGD opt16({w}, optim::SGDOptions(1));
+  w.mutable_grad() = test::make({512, -256}, {2}, kBFloat16, device);
+  scaler.scale(ones({}, TensorOptions().device(device)));
+  scaler.step(opt16);
+  test::check_values(w, {-1, 3}, test::Tolerance{0, 0});  // grads 2 and -1 after unscaling by 256
+}
+
+DEVICE_TEST_CASE("GradScaler: misuse raises PyTorch's errors", "[amp][grad_scaler][errors]") {
+  Params p(device);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler;
+  CHECK_THROWS_WITH(scaler.unscale_(opt),
+                    Catch::StartsWith("Attempted unscale_ but _scale is None.  This may indicate your script did not "
+                                      "use scaler.scale(loss or outputs) earlier in the iteration."));
+  CHECK_THROWS_WITH(scaler.update(), Catch::StartsWith("Attempted update but _scale is None."));
+  scaler.scale(ones({}, TensorOptions().device(device)));
+  CHECK_THROWS_WITH(scaler.step(opt), Catch::StartsWith("No inf checks were recorded for this optimizer."));
+  CHECK_THROWS_WITH(scaler.update(), Catch::StartsWith("No inf checks were recorded prior to update."));
+  // As in PyTorch, that step() left the optimizer unscaled (with no checks):
+  // an update with a new scale starts the next iteration.
+  CHECK_THROWS_WITH(scaler.unscale_(opt),
+                    "unscale_() has already been called on this optimizer since the last update().");
+  scaler.update(scaler.get_scale());
+  p.set_grads(scaler.get_scale(), false);
+  scaler.unscale_(opt);
+  CHECK_THROWS_WITH(scaler.unscale_(opt),
+                    "unscale_() has already been called on this optimizer since the last update().");
+  scaler.step(opt);
+  CHECK_THROWS_WITH(scaler.step(opt), "step() has already been called since the last update().");
+  CHECK_THROWS_WITH(scaler.unscale_(opt), "unscale_() is being called after step().");
+  scaler.update();
+  CHECK_NOTHROW(scaler.unscale_(opt));  // a new iteration
+  CHECK_THROWS_WITH(scaler.update(ones({2}, TensorOptions().device(device))),
+                    Catch::StartsWith("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
+                                      "torch.FloatTensor with requires_grad=False."));
+  scaler.update(full({1}, 8.0, TensorOptions().device(device)));
+  CHECK(scaler.get_scale() == 8);
+  scaler.update(4.0);
+  CHECK(scaler.get_scale() == 4);
+
+  Tensor h = ones({2}, TensorOptions(kFloat16).device(device)).requires_grad_();
+  optim::SGD opt16({h}, optim::SGDOptions(0.1));
+  h.mutable_grad() = ones({2}, TensorOptions(kFloat16).device(device));
+  CHECK_THROWS_WITH(scaler.unscale_(opt16), Catch::StartsWith("Attempting to unscale FP16 gradients."));
+
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_factor(1.0)),
+                    Catch::StartsWith("The growth factor must be > 1.0."));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().backoff_factor(1.0)),
+                    Catch::StartsWith("The backoff factor must be < 1.0."));
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_interval(0)),
+                    "GradScaler: growth_interval must be positive, got 0");
+  CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().init_scale(-1)),
+                    "GradScaler: init_scale must be a positive finite number, got -1");
+}
+
+DEVICE_TEST_CASE("GradScaler: state_dict has PyTorch's keys and loads into another scaler", "[amp][grad_scaler]") {
+  Params p(device);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(64).growth_interval(5).growth_factor(4));
+  for (int i = 0; i < 3; ++i) {
+    scaler.scale(ones({}, TensorOptions().device(device)));
+    p.set_grads(scaler.get_scale(), false);
+    scaler.step(opt);
+    scaler.update();
+  }
+  const OrderedDict<std::string, double> sd = scaler.state_dict();
+  REQUIRE(sd.keys() ==
+          std::vector<std::string>{"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"});
+  CHECK(sd["scale"] == 64);
+  CHECK(sd["growth_factor"] == 4);
+  CHECK(sd["backoff_factor"] == 0.5);
+  CHECK(sd["growth_interval"] == 5);
+  CHECK(sd["_growth_tracker"] == 3);
+
+  amp::GradScaler fresh;  // loaded before its scale exists, then after
+  fresh.load_state_dict(sd);
+  CHECK(fresh.get_scale() == 64);
+  CHECK(fresh.get_growth_tracker() == 3);
+  fresh.scale(ones({}, TensorOptions().device(device)));
+  CHECK(fresh.get_scale() == 64);
+  CHECK(fresh.get_growth_tracker() == 3);
+  for (int i = 0; i < 2; ++i) {  // two more clean steps reach the interval of 5
+    p.set_grads(fresh.get_scale(), false);
+    fresh.step(opt);
+    fresh.update();
+    fresh.scale(ones({}, TensorOptions().device(device)));
+  }
+  CHECK(fresh.get_scale() == 256);
+  CHECK(fresh.get_growth_tracker() == 0);
+  OrderedDict<std::string, double> changed = sd;
+  changed["scale"] = 2;
+  fresh.load_state_dict(changed);
+  CHECK(fresh.get_scale() == 2);
+
+  CHECK_THROWS_WITH(fresh.load_state_dict(OrderedDict<std::string, double>()),
+                    "The source state dict is empty, possibly because it was saved from a disabled instance of "
+                    "GradScaler.");
+  OrderedDict<std::string, double> partial;
+  partial.insert("scale", 1);
+  CHECK_THROWS_AS(fresh.load_state_dict(partial), KeyError);
+  CHECK_THROWS_WITH(fresh.load_state_dict(partial), Catch::StartsWith("GradScaler.load_state_dict: the state dict "
+                                                                      "has no 'growth_factor'"));
+}
+
+DEVICE_TEST_CASE("GradScaler: a disabled scaler passes everything through", "[amp][grad_scaler]") {
+  Params p(device);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().enabled(false));
+  Tensor loss = full({}, 3.0, TensorOptions().device(device));
+  CHECK(scaler.scale(loss).is_same(loss));
+  CHECK(scaler.get_scale() == 1.0);
+  CHECK_FALSE(scaler.is_enabled());
+  p.set_grads(1.0, true);  // an inf: not checked, the optimizer steps
+  p.a.mutable_grad() = test::make({1, 1, 1}, {3}, kFloat32, device);
+  scaler.unscale_(opt);
+  scaler.step(opt);
+  scaler.update();
+  test::check_values(p.a, {0.9, -2.1, 2.9}, test::Tolerance{1e-6, 1e-7});
+  CHECK(scaler.state_dict().is_empty());
+}
+
+TEST_CASE("GradScaler: unscale_ and update make no host synchronisation; step makes one", "[amp][grad_scaler]") {
+  if (!cuda::is_available() || cuda::detail::caching_disabled()) return;
+  const Device dev("cuda:0");
+  Params p(dev);
+  optim::SGD opt(p.list(), optim::SGDOptions(0.1).momentum(0.9));
+  amp::GradScaler scaler;
+  Tensor loss = full({}, 2.0, TensorOptions().device(dev));
+  for (int i = 0; i < 2; ++i) {  // warm: the scale, the momentum buffers, the allocator's blocks
+    Tensor l = scaler.scale(loss);
+    p.a.mutable_grad() = full({3}, 1.0, TensorOptions().device(dev)) * l;
+    p.b.mutable_grad() = full({2}, 1.0, TensorOptions().device(dev)) * l;
+    scaler.step(opt);
+    scaler.update();
+  }
+  const int64_t n = cuda::host_synchronizations(0);
+  Tensor l = scaler.scale(loss);
+  p.a.mutable_grad() = full({3}, 1.0, TensorOptions().device(dev)) * l;
+  p.b.mutable_grad() = full({2}, 1.0, TensorOptions().device(dev)) * l;
+  scaler.unscale_(opt);
+  CHECK(cuda::host_synchronizations(0) == n);
+  scaler.step(opt);
+  CHECK(cuda::host_synchronizations(0) == n + 1);  // reads found_inf to decide
+  scaler.update();
+  CHECK(cuda::host_synchronizations(0) == n + 1);
+}
+
+DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and large gradients, inf and NaN",
+                 "[amp][grad_scaler]") {
+  NoGradGuard no_grad;
+  const TensorOptions f32 = TensorOptions(kFloat32).device(device);
+  for (Dtype dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    INFO(dt);
+    // 70000 elements: more than one 64K chunk of the CUDA kernel.
+    Tensor big = full({70000}, 4.0, TensorOptions(dt).device(device));
+    big[69999].fill_(8.0);
+    Tensor strided = test::make({8, 16, 24, 32, 40, 48}, {2, 3}, dt, device).t();
+    Tensor found = zeros({}, f32);
+    detail::amp_unscale_({big, strided}, found, full({}, 0.25, f32));
+    CHECK(found.item<float>() == 0.0f);
+    CHECK(big.min().item<double>() == 1.0);
+    CHECK(big[69998].item<double>() == 1.0);
+    CHECK(big[69999].item<double>() == 2.0);
+    test::check_values(strided.t(), {2, 4, 6, 8, 10, 12}, test::Tolerance{0, 0});
+    for (double bad : {kInf, -kInf, std::nan("")}) {
+      Tensor g = ones({70000}, TensorOptions(dt).device(device));
+      g[69990].fill_(bad);  // in the second chunk
+      Tensor f = zeros({}, f32);
+      detail::amp_unscale_({ones({5}, TensorOptions(dt).device(device)), g}, f, full({}, 0.5, f32));
+      CHECK(f.item<float>() == 1.0f);
+      CHECK(g[0].item<double>() == 0.5);  // every element is still scaled
+    }
+  }
+  CHECK_THROWS_WITH(
+      detail::amp_unscale_({ones({2}, f32)}, zeros({2}, f32), full({}, 0.5, f32)),
+      "amp_unscale_: found_inf must be a one-element float32 tensor, but got shape [2] and dtype float32");
+
+  Tensor scale = full({}, 4.0, f32), tracker = zeros({}, TensorOptions(kInt32).device(device));
+  auto update = [&](bool inf) {
+    detail::amp_update_scale_(scale, tracker, full({}, inf ? 1.0 : 0.0, f32), 2.0, 0.25, 2);
+  };
+  update(false);
+  CHECK(scale.item<float>() == 4.0f);
+  CHECK(tracker.item<int32_t>() == 1);
+  update(false);
+  CHECK(scale.item<float>() == 8.0f);
+  CHECK(tracker.item<int32_t>() == 0);
+  update(true);
+  CHECK(scale.item<float>() == 2.0f);
+  scale.fill_(3e38);  // growing would overflow to inf: it stays
+  update(false);
+  update(false);
+  CHECK(scale.item<float>() == 3e38f);
+  CHECK(tracker.item<int32_t>() == 0);
+}
