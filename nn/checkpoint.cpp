@@ -1,4 +1,4 @@
-// Optimizer and scheduler state in nn::Checkpoint files.
+// Optimizer, scheduler and grad scaler state in nn::Checkpoint files.
 #include "nn/checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::string_view kOptimizerType = "optimizer.type";
 constexpr std::string_view kSchedulerType = "scheduler.type";
+constexpr std::string_view kGradScaler = "grad_scaler";
 
 std::string where(const Checkpoint& checkpoint) {
   return checkpoint.source().empty() ? std::string("the checkpoint") : "'" + checkpoint.source() + "'";
@@ -84,7 +85,31 @@ optim::LRSchedulerState read_scheduler_state(const Checkpoint& checkpoint) {
   return state;
 }
 
+OrderedDict<std::string, double> read_scaler_state(const Checkpoint& checkpoint) {
+  TANDEM_CHECK(checkpoint.contains(kGradScaler), KeyError, where(checkpoint), " holds no grad scaler state (no \"",
+               kGradScaler, "\" entry): it was saved without one");
+  const json::Value all = get_json(checkpoint, kGradScaler);
+  OrderedDict<std::string, double> state("GradScaler state");
+  try {
+    for (const auto& [key, value] : json::as_object(all).items()) state.insert(key, json::as_double(value));
+  } catch (const Error& e) {
+    throw SerializationError(
+        tandem::detail::str_cat(where(checkpoint), ": \"", kGradScaler, "\" is not an object of numbers: ", e.what()));
+  }
+  return state;
+}
+
 }  // namespace
+
+void add_to_checkpoint(Checkpoint& checkpoint, const amp::GradScaler& scaler) {
+  json::Value state = json::Value::object();
+  for (const auto& item : scaler.state_dict()) json::append_member(state, item.first, item.second);
+  set_json(checkpoint, kGradScaler, state);
+}
+
+void load_from_checkpoint(const Checkpoint& checkpoint, amp::GradScaler& scaler) {
+  scaler.load_state_dict(read_scaler_state(checkpoint));
+}
 
 void load_from_checkpoint(const Checkpoint& checkpoint, optim::Optimizer& optimizer) {
   check_type(checkpoint, kOptimizerType, "optimizer", optimizer.name());
@@ -107,17 +132,19 @@ void load_from_checkpoint(const Checkpoint& checkpoint, optim::LRScheduler& sche
 }
 
 void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer,
-                     const optim::LRScheduler* scheduler, int64_t epoch) {
+                     const optim::LRScheduler* scheduler, int64_t epoch, const amp::GradScaler* scaler) {
   Checkpoint checkpoint;
   checkpoint.add_module(model);
   if (optimizer != nullptr) add_to_checkpoint(checkpoint, *optimizer);
   if (scheduler != nullptr) add_to_checkpoint(checkpoint, *scheduler);
+  if (scaler != nullptr) add_to_checkpoint(checkpoint, *scaler);
   checkpoint.set_int(Checkpoint::kEpoch, epoch);
   checkpoint.save(path);
 }
 
 int64_t load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer,
-                        optim::LRScheduler* scheduler, std::optional<Device> map_location, bool strict) {
+                        optim::LRScheduler* scheduler, std::optional<Device> map_location, bool strict,
+                        amp::GradScaler* scaler) {
   const Checkpoint checkpoint = Checkpoint::load(path, map_location);
   // Everything is read and checked before anything changes: the optimizer's
   // and the scheduler's states here, the model's inside load_state_dict.
@@ -133,10 +160,18 @@ int64_t load_checkpoint(const std::string& path, Module& model, optim::Optimizer
     scheduler_state = read_scheduler_state(checkpoint);
     scheduler->check_state_dict(*scheduler_state);
   }
+  std::optional<OrderedDict<std::string, double>> scaler_state;
+  if (scaler != nullptr) {
+    scaler_state = read_scaler_state(checkpoint);
+    // The scaler's own checks (an empty state, a missing key), on a scaler
+    // that is thrown away.
+    if (scaler->is_enabled()) amp::GradScaler().load_state_dict(*scaler_state);
+  }
   const int64_t epoch = checkpoint.contains(Checkpoint::kEpoch) ? checkpoint.get_int(Checkpoint::kEpoch) : 0;
   checkpoint.load_module(model, strict);
   if (optimizer != nullptr) optimizer->load_state_dict(*optimizer_state);
   if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_state);
+  if (scaler != nullptr) scaler->load_state_dict(*scaler_state);
   return epoch;
 }
 

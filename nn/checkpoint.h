@@ -21,6 +21,7 @@
 #include <string>
 
 #include "nn/serialize.h"
+#include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 
@@ -38,14 +39,22 @@ void load_from_checkpoint(const Checkpoint& checkpoint, optim::Optimizer& optimi
 void add_to_checkpoint(Checkpoint& checkpoint, const optim::LRScheduler& scheduler);
 void load_from_checkpoint(const Checkpoint& checkpoint, optim::LRScheduler& scheduler);
 
-// All of it in one atomic write; optimizer and scheduler may be null.
+// The GradScaler's state dict as JSON in "grad_scaler", PyTorch's keys
+// ({"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5,
+// "growth_interval": 2000, "_growth_tracker": 0}; {} from a disabled
+// scaler, which an enabled one refuses to load, as in PyTorch).
+void add_to_checkpoint(Checkpoint& checkpoint, const amp::GradScaler& scaler);
+void load_from_checkpoint(const Checkpoint& checkpoint, amp::GradScaler& scaler);
+
+// All of it in one atomic write; optimizer, scheduler and scaler may be null.
 void save_checkpoint(const std::string& path, const Module& model, const optim::Optimizer* optimizer = nullptr,
-                     const optim::LRScheduler* scheduler = nullptr, int64_t epoch = 0);
+                     const optim::LRScheduler* scheduler = nullptr, int64_t epoch = 0,
+                     const amp::GradScaler* scaler = nullptr);
 // Loads what save_checkpoint wrote into the given objects (null ones are
 // skipped) and returns the epoch. Nothing is changed unless the model's
 // state loads (strict as load_state_dict).
 int64_t load_checkpoint(const std::string& path, Module& model, optim::Optimizer* optimizer = nullptr,
                         optim::LRScheduler* scheduler = nullptr, std::optional<Device> map_location = std::nullopt,
-                        bool strict = true);
+                        bool strict = true, amp::GradScaler* scaler = nullptr);
 
 }  // namespace tandem::nn

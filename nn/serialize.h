@@ -66,6 +66,7 @@ OrderedDict<std::string, Tensor> load(const std::string& path, std::optional<Dev
 //                                              (its index over all param groups, in order)
 //   metadata   "optimizer.param_groups"        JSON [{"options": {"lr": 0.001, ...}, "params": [0, 1]}, ...]
 //              "scheduler"                     JSON, the scheduler's state
+//              "grad_scaler"                   JSON, the GradScaler's state dict
 //              "epoch"                         an integer, e.g. "4"
 //              "tandem.checkpoint"             "1", the version of this layout
 //

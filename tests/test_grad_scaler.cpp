@@ -11,6 +11,7 @@
 
 #include "helpers.h"
 #include "kernels/cuda/allocator.h"
+#include "nn/checkpoint.h"
 #include "tensor/ops/foreach.h"
 
 using namespace tandem;
@@ -316,4 +317,54 @@ DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and l
   update(false);
   CHECK(scale.item<float>() == 3e38f);
   CHECK(tracker.item<int32_t>() == 0);
+}
+
+DEVICE_TEST_CASE("GradScaler: its state goes into a checkpoint and comes back, checked before anything loads",
+                 "[amp][grad_scaler][checkpoint]") {
+  test::TempDir dir;
+  manual_seed(7);
+  nn::Linear model(3, 2);
+  model->to(device);
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(512).growth_interval(4));
+  for (bool overflow : {false, true, false}) {
+    opt.zero_grad();
+    scaler.scale(model->forward(ones({1, 3}, TensorOptions().device(device))).sum()).backward();
+    if (overflow) model->weight.mutable_grad().fill_(std::nan(""));
+    scaler.step(opt);
+    scaler.update();
+  }
+  CHECK(scaler.get_scale() == 256);
+  CHECK(scaler.get_growth_tracker() == 1);
+  const std::string path = dir.file("amp.safetensors");
+  nn::save_checkpoint(path, *model, &opt, nullptr, 3, &scaler);
+
+  nn::Linear model2(3, 2);
+  model2->to(device);
+  optim::SGD opt2(model2->parameters(), optim::SGDOptions(0.1));
+  amp::GradScaler scaler2;
+  CHECK(nn::load_checkpoint(path, *model2, &opt2, nullptr, std::nullopt, true, &scaler2) == 3);
+  CHECK(scaler2.get_scale() == 256);
+  CHECK(scaler2.get_growth_tracker() == 1);
+  CHECK(scaler2.get_growth_interval() == 4);
+  test::check_equal(model2->weight, model->weight);
+
+  // Without a scaler's state, or with a disabled one's: refused, the model untouched.
+  const std::string plain = dir.file("plain.safetensors");
+  nn::save_checkpoint(plain, *model, &opt, nullptr, 1);
+  nn::Linear model3(3, 2);
+  model3->to(device);
+  const Tensor before = model3->weight.clone();
+  amp::GradScaler scaler3;
+  CHECK_THROWS_AS(nn::load_checkpoint(plain, *model3, nullptr, nullptr, std::nullopt, true, &scaler3), KeyError);
+  CHECK_THROWS_WITH(nn::load_checkpoint(plain, *model3, nullptr, nullptr, std::nullopt, true, &scaler3),
+                    Contains("holds no grad scaler state (no \"grad_scaler\" entry): it was saved without one"));
+  const std::string disabled = dir.file("disabled.safetensors");
+  amp::GradScaler off(amp::GradScalerOptions().enabled(false));
+  nn::save_checkpoint(disabled, *model, nullptr, nullptr, 1, &off);
+  CHECK_THROWS_WITH(nn::load_checkpoint(disabled, *model3, nullptr, nullptr, std::nullopt, true, &scaler3),
+                    Contains("The source state dict is empty, possibly because it was saved from a disabled instance "
+                             "of GradScaler."));
+  test::check_equal(model3->weight, before);
+  CHECK(scaler3.get_scale() == 65536);
 }
