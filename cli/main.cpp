@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
       ->check(whole_number(1));
   train->add_option("--out", t.out, "Write DIR/checkpoint.safetensors and DIR/metrics.jsonl after every epoch");
   train->add_option("--resume", t.resume, "Continue the run in DIR (or from a checkpoint file) where it stopped");
+  train->add_flag("--amp", c.amp,
+                  "Mixed precision: float16 with a GradScaler on cuda, bfloat16 on the cpu (docs/autocast.md)");
   train->add_flag("--plot", t.plot, "Draw DIR/metrics.png at the end (needs --out and matplotlib)");
   train
       ->add_option("--progress-interval", t.progress_interval,
@@ -178,7 +180,7 @@ int main(int argc, char** argv) {
     install_interrupt_handler();
     if (pin_on || pin_off) t.pin_memory = pin_on;
     for (const char* flag : {"model", "epochs", "batch-size", "lr", "optimizer", "schedule", "seed", "data",
-                             "train-examples", "test-examples"})
+                             "train-examples", "test-examples", "amp"})
       if (train->count(std::string("--") + flag) > 0) t.given.insert(flag);
     return run_train(t);
   } catch (const UsageError& err) {

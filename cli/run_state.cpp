@@ -51,7 +51,8 @@ json::Value RunConfig::to_json() const {
           {"data", data},
           {"train_examples", train_examples},
           {"test_examples", test_examples},
-          {"threads", threads}};
+          {"threads", threads},
+          {"amp", amp}};
 }
 
 RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) {
@@ -68,6 +69,7 @@ RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) 
     c.train_examples = json::as_int(json::at(v, "train_examples"));
     c.test_examples = json::as_int(json::at(v, "test_examples"));
     c.threads = v.contains("threads") ? json::as_int(json::at(v, "threads")) : 0;
+    c.amp = v.contains("amp") ? json::as_bool(json::at(v, "amp")) : false;
     TANDEM_CHECK(c.model == "mlp" || c.model == "cnn", ValueError, "unknown model '", c.model, "'");
     TANDEM_CHECK(c.epochs > 0 && c.batch_size > 0, ValueError, "epochs and batch_size must be positive");
     return c;
@@ -130,11 +132,13 @@ std::string checkpoint_path(const std::string& dir) {
 std::string metrics_path(const std::string& dir) { return (std::filesystem::path(dir) / "metrics.jsonl").string(); }
 
 void save_run(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-              const optim::LRScheduler* scheduler, const RunConfig& config, const Position& position) {
+              const optim::LRScheduler* scheduler, const amp::GradScaler& scaler, const RunConfig& config,
+              const Position& position) {
   nn::Checkpoint ckpt;
   ckpt.add_module(model);
   nn::add_to_checkpoint(ckpt, optimizer);
   if (scheduler != nullptr) nn::add_to_checkpoint(ckpt, *scheduler);
+  if (scaler.is_enabled()) nn::add_to_checkpoint(ckpt, scaler);
   ckpt.set_int(nn::Checkpoint::kEpoch, position.epochs_done);
   nn::set_json(ckpt, kConfigKey, config.to_json());
   nn::set_json(ckpt, kPositionKey, position.to_json());

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "nn/serialize.h"
+#include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "tensor/io/json_private.h"
@@ -34,6 +35,9 @@ struct RunConfig {
   // The CPU threads the run used: the CPU kernels' sums depend on it, so a
   // resume is bit for bit only with the same count (0: not recorded).
   int64_t threads = 0;
+  // Mixed precision: autocast to float16 with a GradScaler on cuda, to
+  // bfloat16 (no scaler: it has float32's range) on the cpu.
+  bool amp = false;
 
   json::Value to_json() const;
   static RunConfig from_json(const json::Value& v, const std::string& source);
@@ -68,7 +72,8 @@ std::string metrics_path(const std::string& dir);
 // Writes the checkpoint atomically (a temporary file renamed into place),
 // with Ctrl-C held back until the file is whole.
 void save_run(const std::string& path, const nn::Module& model, const optim::Optimizer& optimizer,
-              const optim::LRScheduler* scheduler, const RunConfig& config, const Position& position);
+              const optim::LRScheduler* scheduler, const amp::GradScaler& scaler, const RunConfig& config,
+              const Position& position);
 
 // A checkpoint read, tensors on map_location; an error says what is wrong
 // with a file that is missing, truncated, or not written by tandem train.

@@ -29,6 +29,7 @@
 #include "optim/sgd.h"
 #include "tandem/version.h"
 #include "tensor/core/grad_mode.h"
+#include "tensor/ops/autocast.h"
 #include "tensor/ops/cuda.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/parallel.h"
@@ -73,6 +74,7 @@ void check_resume_flags(const TrainOptions& o, const RunConfig& saved, const std
   differs("optimizer", c.optimizer == saved.optimizer, c.optimizer, saved.optimizer);
   differs("schedule", c.schedule == saved.schedule, c.schedule, saved.schedule);
   differs("seed", c.seed == saved.seed, str(c.seed), str(saved.seed));
+  differs("amp", c.amp == saved.amp, c.amp ? "(given)" : "(not given)", saved.amp ? "--amp" : "without --amp");
   differs("data", c.data == saved.data, c.data, saved.data.empty() ? "the default" : saved.data);
   differs("train-examples", c.train_examples == saved.train_examples, str(c.train_examples), str(saved.train_examples));
   differs("test-examples", c.test_examples == saved.test_examples, str(c.test_examples), str(saved.test_examples));
@@ -287,6 +289,11 @@ int run_train(TrainOptions o) {
   data::DataLoader test_loader(d.test, data::DataLoaderOptions(1000).pin_memory(pin).device(device));
   auto steps_per_epoch = static_cast<int64_t>(train_loader.size());
   std::unique_ptr<optim::LRScheduler> sched = make_scheduler(c, *opt, c.epochs * steps_per_epoch);
+  // --amp: autocast for the forward pass and the loss; on cuda, float16
+  // with loss scaling; on the cpu, bfloat16, which needs none (the scaler
+  // is then disabled and passes everything through).
+  const Dtype amp_dtype = device.is_cuda() ? kFloat16 : kBFloat16;
+  amp::GradScaler scaler(amp::GradScalerOptions().enabled(c.amp && device.is_cuda()));
 
   Position pos;
   if (resumed) {
@@ -294,6 +301,8 @@ int run_train(TrainOptions o) {
     ckpt.load_module(*model);
     nn::load_from_checkpoint(ckpt, *opt);
     if (sched) nn::load_from_checkpoint(ckpt, *sched);
+    // A run that moved between the cpu and cuda starts a fresh scale.
+    if (scaler.is_enabled() && ckpt.contains("grad_scaler")) nn::load_from_checkpoint(ckpt, scaler);
     pos = resumed->position;
     pos.restore_generators(device);
     train_loader.set_epoch(static_cast<uint64_t>(pos.epochs_done));
@@ -313,6 +322,9 @@ int run_train(TrainOptions o) {
   std::printf("batches      %lld a batch, %lld steps an epoch, %lld epochs\n", static_cast<long long>(c.batch_size),
               static_cast<long long>(steps_per_epoch), static_cast<long long>(c.epochs));
   std::printf("optimizer    %s\n", describe_optimizer(c).c_str());
+  if (c.amp)
+    std::printf("precision    mixed: autocast to %s%s\n", dtype_name(amp_dtype).data(),
+                scaler.is_enabled() ? ", loss scaling (GradScaler, initial scale 65536)" : " (no loss scaling needed)");
   std::printf("threads      %d%s\n", threads,
               resumed && o.threads == 0 && resumed->config.threads > 0 ? "  [the run's]"
               : o.threads > 0                                          ? ""
@@ -345,6 +357,7 @@ int run_train(TrainOptions o) {
     if (device.is_cuda()) cuda::reset_peak_memory_stats(device.index());
     // Sums on the device, so no step waits for the loss to reach the host.
     Tensor loss_sum = zeros({}, acc_options), correct = zeros({}, acc_options);
+    const int64_t skipped_before = scaler.is_enabled() ? scaler.skipped_steps() : 0;
     int64_t step = 0, seen = 0;
     double wait = 0;
     std::string label = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs);
@@ -366,7 +379,7 @@ int run_train(TrainOptions o) {
       std::printf("%s at step %lld of epoch %lld.\n",
                   interrupted ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(now.steps_in_epoch), static_cast<long long>(epoch + 1));
-      if (!o.out.empty()) save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, now);
+      if (!o.out.empty()) save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, now);
       say_how_to_resume(o.out);
       return interrupted ? kExitInterrupted : 0;
     };
@@ -382,10 +395,15 @@ int run_train(TrainOptions o) {
         data::Example<>& batch = *it;
         Tensor x = prepare_images(batch.data), y = batch.target;
         opt->zero_grad();
-        Tensor logits = model->forward(x);
-        Tensor loss = F::cross_entropy(logits, y);
-        loss.backward();
-        opt->step();
+        Tensor logits, loss;
+        {
+          AutocastGuard autocast(device.type(), amp_dtype, /*enabled=*/c.amp);
+          logits = model->forward(x);
+          loss = F::cross_entropy(logits, y);
+        }
+        scaler.scale(loss).backward();
+        scaler.step(*opt);
+        scaler.update();
         if (sched) sched->step();
         int64_t n = y.size(0);
         {
@@ -421,13 +439,18 @@ int run_train(TrainOptions o) {
     size_t peak = peak_memory(device);
     double rate = static_cast<double>(total_seen) / elapsed, share = wait / elapsed;
     double lr = opt->param_groups()[0].options().get_lr();
+    // The loss scale after the epoch and the steps the scaler skipped in it.
+    const double loss_scale = scaler.get_scale();
+    const int64_t skipped = scaler.is_enabled() ? scaler.skipped_steps() - skipped_before : 0;
+    const std::string scaling =
+        scaler.is_enabled() ? detail::str_cat("  scale ", loss_scale, " skipped ", skipped) : std::string();
 
     std::printf(
         "epoch %2lld/%lld  train loss %.4f acc %5.2f%%  test loss %.4f acc %5.2f%%  %.2f s  %s samples/s  "
-        "waiting for data %.1f%%  peak %s %s\n",
+        "waiting for data %.1f%%  peak %s %s%s\n",
         static_cast<long long>(epoch + 1), static_cast<long long>(c.epochs), train_loss, 100 * train_acc, test.loss,
         100 * test.accuracy(), elapsed, compact(rate).c_str(), 100 * share, device.is_cuda() ? "memory" : "RSS",
-        bytes(static_cast<double>(peak)).c_str());
+        bytes(static_cast<double>(peak)).c_str(), scaling.c_str());
     if (share > 0.10)
       std::printf(
           "             the step waited for data %.0f%% of the time: raise --workers (now %lld) so that "
@@ -456,9 +479,15 @@ int run_train(TrainOptions o) {
                        {"batch_size", c.batch_size},
                        {"threads", threads},
                        {"workers", workers},
-                       {"pin_memory", pin}};
+                       {"pin_memory", pin},
+                       {"amp", c.amp}};
+      if (c.amp) m["amp_dtype"] = std::string(dtype_name(amp_dtype));
+      if (scaler.is_enabled()) {
+        m["loss_scale"] = number(loss_scale);
+        m["skipped_steps"] = skipped;
+      }
       append_line(metrics_path(o.out), json::dump(m));
-      save_run(checkpoint_path(o.out), *model, *opt, sched.get(), c, pos);
+      save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, pos);
     }
     bool stop_requested = stop_asked();
     if (stop_requested && epoch + 1 < c.epochs) {

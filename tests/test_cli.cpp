@@ -289,6 +289,7 @@ TEST_CASE("tandem --help and train/eval --help list every flag; --version", "[cl
                                                      "--test-examples",
                                                      "--out",
                                                      "--resume",
+                                                     "--amp",
                                                      "--plot",
                                                      "--progress-interval",
                                                      "--stop-after-steps"});
@@ -737,6 +738,52 @@ TEST_CASE("tandem train: --device cuda and cuda:1 and --pin-memory on a (emulate
   CHECK(json::as_string(json::at(m[0], "device")) == "cuda:1");
   CHECK(json::as_bool(json::at(m[0], "pin_memory")));
   CHECK(std::regex_search(p.out, std::regex("peak memory [\\d.]+ (KiB|MiB)")));
+}
+
+TEST_CASE("tandem train --amp: bfloat16 on the cpu, float16 with loss scaling on cuda", "[cli][amp]") {
+  if (!have_dataset()) return;
+  TempDir dir;
+  Result cpu = run(cat({"train", "--epochs", "2", "--device", "cpu", "--amp", "--out", dir.file("cpu")}, kSmall));
+  {
+    INFO(cpu);
+    REQUIRE(cpu.exit_code == 0);
+    CHECK(has_line(cpu.out, "precision    mixed: autocast to bfloat16 (no loss scaling needed)"));
+    CHECK(line_starting(cpu.out, "epoch  2/2").find("scale") == std::string::npos);
+    std::vector<json::Value> m = read_metrics(dir.file("cpu"));
+    REQUIRE(m.size() == 2);
+    CHECK(json::as_bool(json::at(m[1], "amp")));
+    CHECK(json::as_string(json::at(m[1], "amp_dtype")) == "bfloat16");
+    CHECK_FALSE(m[1].contains("loss_scale"));
+    CHECK(json::as_double(json::at(m[1], "test_accuracy")) > 0.5);
+  }
+  // Resuming with another precision is refused, as any other setting.
+  Result plain = run(cat({"train", "--epochs", "1", "--device", "cpu", "--out", dir.file("plain")}, kSmall));
+  REQUIRE(plain.exit_code == 0);
+  Result mismatch = run({"train", "--resume", dir.file("plain"), "--amp"});
+  INFO(mismatch);
+  CHECK(mismatch.exit_code == 2);
+  CHECK_THAT(mismatch.err, Contains("--amp (given) differs from the run being resumed"));
+  CHECK_THAT(mismatch.err, Contains(": without --amp)"));
+
+  if (!have_cuda()) return;
+  // Stopped after 12 of its 16 steps, then resumed: the scale comes back from the checkpoint.
+  Result gpu = run(cat(
+      {"train", "--epochs", "2", "--device", "cuda:0", "--amp", "--stop-after-steps", "12", "--out", dir.file("cuda")},
+      kSmall));
+  INFO(gpu);
+  REQUIRE(gpu.exit_code == 0);
+  gpu = run({"train", "--resume", dir.file("cuda"), "--device", "cuda:0"});
+  REQUIRE(gpu.exit_code == 0);
+  CHECK(has_line(gpu.out, "precision    mixed: autocast to float16, loss scaling (GradScaler, initial scale 65536)"));
+  CHECK(std::regex_search(line_starting(gpu.out, "epoch  2/2"), std::regex("  scale \\d+ skipped \\d+$")));
+  std::vector<json::Value> m = read_metrics(dir.file("cuda"));
+  REQUIRE(m.size() == 2);
+  CHECK(json::as_string(json::at(m[1], "amp_dtype")) == "float16");
+  const double scale = json::as_double(json::at(m[1], "loss_scale"));
+  CHECK(scale >= 1.0);
+  CHECK(scale <= 65536.0);
+  CHECK(json::as_int(json::at(m[1], "skipped_steps")) >= 0);
+  CHECK(json::as_double(json::at(m[1], "test_accuracy")) > 0.5);
 }
 
 // ---------------------------------------------------------------- resume, Ctrl-C
