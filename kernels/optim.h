@@ -9,7 +9,9 @@
 //
 // sgd_step: SGD on every tensor: params and momentum_buffers in place
 //   (fn::sgd_update). momentum_buffers is empty when h.momentum is 0; fresh[i] !=
-//   0 says buffer i was just made, zeroed, and takes d_p this step.
+//   0 says buffer i was just made, zeroed, and takes d_p this step. found_inf,
+//   when defined (one float32 element on the params' device), is read on the
+//   device: not 0, nothing is written (the GradScaler's skipped step).
 // adam_step: Adam / AdamW on every tensor: params and moments in place
 //   (fn::adam_moments, fn::adam_apply). steps[i] is parameter i's step count after
 //   this step's increment; max_exp_avg_sqs is empty unless h.amsgrad.
@@ -47,7 +49,7 @@
 #define TANDEM_OPTIM_KERNELS(K)                                                                                        \
   K(void, sgd_step,                                                                                                    \
     (const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& momentum_buffers, \
-     const std::vector<uint8_t>& fresh, const fn::SgdHyper& h))                                                        \
+     const std::vector<uint8_t>& fresh, const fn::SgdHyper& h, const Tensor& found_inf))                               \
   K(void, adam_step,                                                                                                   \
     (const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,         \
      const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,                               \

@@ -161,17 +161,17 @@ int64_t load_checkpoint(const std::string& path, Module& model, optim::Optimizer
     scheduler->check_state_dict(*scheduler_state);
   }
   std::optional<OrderedDict<std::string, double>> scaler_state;
-  if (scaler != nullptr) {
+  if (scaler != nullptr && scaler->is_enabled()) {  // a disabled scaler loads nothing, as its load_state_dict
     scaler_state = read_scaler_state(checkpoint);
     // The scaler's own checks (an empty state, a missing key), on a scaler
     // that is thrown away.
-    if (scaler->is_enabled()) amp::GradScaler().load_state_dict(*scaler_state);
+    amp::GradScaler().load_state_dict(*scaler_state);
   }
   const int64_t epoch = checkpoint.contains(Checkpoint::kEpoch) ? checkpoint.get_int(Checkpoint::kEpoch) : 0;
   checkpoint.load_module(model, strict);
   if (optimizer != nullptr) optimizer->load_state_dict(*optimizer_state);
   if (scheduler != nullptr) scheduler->load_state_dict(*scheduler_state);
-  if (scaler != nullptr) scaler->load_state_dict(*scaler_state);
+  if (scaler_state) scaler->load_state_dict(*scaler_state);
   return epoch;
 }
 

@@ -96,12 +96,24 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
 
 Tensor GradScaler::step(optim::Optimizer& optimizer) {
   if (!options_.enabled()) return optimizer.step();
+  check_scale_made(scale_, "step");
   PerOptimizer& s = state_of(optimizer);
   TANDEM_CHECK(s.stage != Stage::Stepped, ValueError, "step() has already been called since the last update().");
   if (s.stage == Stage::Ready) unscale_(optimizer);
   TANDEM_CHECK(!s.found_inf.empty(), ValueError,
                "No inf checks were recorded for this optimizer. (GradScaler.step: none of its parameters has a "
                "gradient; call scaler.scale(loss).backward() first)");
+  if (optimizer.supports_amp_scaling()) {
+    // Fused: the optimizer's kernels read the flag on the device, nothing waits.
+    Tensor combined;
+    for (const Tensor& f : s.found_inf) {
+      const Tensor here = f.device() == scale_.device() ? f : f.to(scale_.device());
+      combined = combined.defined() ? combined + here : here;
+    }
+    optimizer.step_unless_found_inf(combined);
+    s.stage = Stage::Stepped;
+    return Tensor();
+  }
   // The one wait of an unfused step: whether any device found an inf or NaN.
   double found = 0;
   for (const Tensor& f : s.found_inf) found += f.item<float>();
@@ -189,6 +201,7 @@ void GradScaler::load_state_dict(const OrderedDict<std::string, double>& state) 
   NoGradGuard no_grad;
   if (scale_.defined()) scale_.fill_(state["scale"]);
   if (growth_tracker_.defined()) growth_tracker_.fill_(loaded_tracker_);
+  if (skipped_.defined()) skipped_.zero_();
 }
 
 }  // namespace tandem::amp

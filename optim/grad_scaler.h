@@ -19,16 +19,20 @@
 // loss's device as one-element tensors. unscale_ is one multi-tensor kernel
 // per device and dtype that divides the gradients by the scale and sets the
 // flag on the device (detail::amp_unscale_); update is one device kernel
-// (detail::amp_update_scale_). Neither waits for the device. step reads the
-// flag (one host synchronisation per device) to decide whether to run the
-// optimizer's step, as PyTorch does.
+// (detail::amp_update_scale_). Neither waits for the device while the
+// gradients are on the scale's device (a copy between two GPUs waits for
+// both). step hands the flag to an optimizer that skips on the device
+// (supports_amp_scaling: SGD without dampening), so that nothing waits; for
+// the others it reads the flag (one host synchronisation per device) to
+// decide whether to run the optimizer's step, as PyTorch does.
 //
 // A skipped step is a step not taken: the optimizer's state is unchanged.
-// A learning-rate scheduler's step() after it still advances the schedule
-// (PyTorch warns about that order, pytorch/pytorch#44511; Tandem says it in
-// its docs instead): the schedule counts iterations, not optimizer updates,
-// so a skipped step costs one iteration of the schedule and nothing else.
-// skipped_steps() counts them on the device.
+// A learning-rate scheduler's step() after it still advances the schedule:
+// the schedule counts iterations, not optimizer updates, so a skipped step
+// costs one iteration of the schedule and nothing else (PyTorch warns when
+// the first optimizer step was skipped, pytorch/pytorch#44511; Tandem says
+// it here and in docs/autocast.md instead). skipped_steps() counts them on
+// the device.
 #pragma once
 
 #include <cstdint>

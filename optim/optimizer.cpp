@@ -113,6 +113,12 @@ size_t Optimizer::size() const {
   return n;
 }
 
+void Optimizer::step_unless_found_inf(const Tensor&) {
+  TANDEM_CHECK(false, NotImplementedError, name(),
+               ": step_unless_found_inf: this optimizer does not skip a step on the device (supports_amp_scaling() "
+               "is false); amp::GradScaler::step reads the flag and calls step() instead");
+}
+
 Tensor Optimizer::run_closure(const LossClosure& closure) {
   if (!closure) return Tensor();
   EnableGradGuard grad_on;

@@ -159,6 +159,15 @@ class Optimizer {
   // step returns its loss, or an undefined tensor without a closure.
   virtual Tensor step(LossClosure closure = nullptr) = 0;
 
+  // The GradScaler's fused path (amp::GradScaler::step): the step with its
+  // gradients already unscaled, skipped on the device when found_inf (one
+  // float32 element) is not 0, so that nothing waits to read it. Only where
+  // supports_amp_scaling() says so: SGD without dampening (whose momentum
+  // buffer, made zero by a skipped first step, then starts as a fresh one
+  // would); the others step through GradScaler's one read of the flag.
+  virtual bool supports_amp_scaling() const { return false; }
+  virtual void step_unless_found_inf(const Tensor& found_inf);
+
   void add_param_group(const OptimizerParamGroup& param_group);
   // Clears every parameter's gradient: undefined (set_to_none, the default
   // as in PyTorch 2) or zeroed in place and detached.

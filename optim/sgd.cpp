@@ -63,6 +63,27 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions defaults)
 
 Tensor SGD::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
+  update(Tensor());
+  return loss;
+}
+
+bool SGD::supports_amp_scaling() const {
+  for (const auto& group : param_groups_)
+    if (static_cast<const SGDOptions&>(group.options()).dampening() != 0) return false;
+  return true;
+}
+
+void SGD::step_unless_found_inf(const Tensor& found_inf) {
+  TANDEM_CHECK(supports_amp_scaling(), NotImplementedError,
+               "SGD: step_unless_found_inf needs dampening 0 in every group (a skipped step's fresh momentum buffer "
+               "would then take dampening on the next); use amp::GradScaler::step, which steps such an SGD after "
+               "reading the flag");
+  TANDEM_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == kFloat32, ValueError,
+               "SGD: step_unless_found_inf: found_inf must be a one-element float32 tensor");
+  update(found_inf);
+}
+
+void SGD::update(const Tensor& found_inf) {
   NoGradGuard no_grad;
   int64_t index = 0;
   for (auto& group : param_groups_) {
@@ -96,7 +117,8 @@ Tensor SGD::step(LossClosure closure) {
     static const std::vector<Tensor> kNoBuffers;
     for (auto& b : buckets) {
       const std::vector<Tensor>& buffers = has_momentum ? b.states[0] : kNoBuffers;
-      dispatch(b.device, cpu::sgd_step, cuda::sgd_step, b.params, b.grads, buffers, b.fresh, h);
+      const Tensor skip = !found_inf.defined() || found_inf.device() == b.device ? found_inf : found_inf.to(b.device);
+      dispatch(b.device, cpu::sgd_step, cuda::sgd_step, b.params, b.grads, buffers, b.fresh, h, skip);
       detail::finish_bucket(b);
     }
     for (auto& [impl, buffer] : made) {
@@ -105,7 +127,6 @@ Tensor SGD::step(LossClosure closure) {
       static_cast<SGDParamState&>(*slot).momentum_buffer(buffer);
     }
   }
-  return loss;
 }
 
 void SGD::check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const {

@@ -49,9 +49,16 @@ class SGD : public Optimizer {
   //   step, then buf = momentum * buf + (1 - dampening) * d, and d = buf, or
   //   d + momentum * buf with Nesterov; p -= lr * d  (maximize: -grad)
   Tensor step(LossClosure closure = nullptr) override;
+  // Without dampening in any group: a skipped step's fresh buffers stay
+  // zero, and the next step's update of a zero buffer is what a fresh one
+  // takes (d_p).
+  bool supports_amp_scaling() const override;
+  void step_unless_found_inf(const Tensor& found_inf) override;
 
  protected:
   void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const override;
+  // One step over every group; found_inf as step_unless_found_inf's, or undefined.
+  void update(const Tensor& found_inf);
   std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
                                                   int64_t index) const override;
 };

@@ -570,7 +570,7 @@ TEST_CASE("tandem train --out: the summary and a line per epoch and metrics.json
     CHECK(keys == std::set<std::string>{"epoch", "epochs", "model", "device", "train_loss", "train_accuracy",
                                         "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "samples_per_s",
                                         "loader_wait_share", "peak_memory_bytes", "lr", "batch_size", "threads",
-                                        "workers", "pin_memory"});
+                                        "workers", "pin_memory", "amp"});
     CHECK(json::as_int(json::at(e, "epoch")) == k + 1);
     CHECK(json::as_int(json::at(e, "epochs")) == 3);
     CHECK(json::as_string(json::at(e, "model")) == "mlp");

@@ -954,8 +954,8 @@ void compare_sgd(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, bool
   const List b = momentum ? list_of(sizes, dt, 300, -2, 2, offsets) : List{};
   std::vector<uint8_t> fresh(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) fresh[i] = momentum && i % 2 == 0;
-  cpu::sgd_step(p.cpu, g.cpu, b.cpu, fresh, h);
-  cuda::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h);
+  cpu::sgd_step(p.cpu, g.cpu, b.cpu, fresh, h, Tensor());
+  cuda::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h, Tensor());
   p.check("sgd param");
   b.check("sgd momentum buffer");
 }

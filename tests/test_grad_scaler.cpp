@@ -138,6 +138,7 @@ DEVICE_TEST_CASE("GradScaler: misuse raises PyTorch's errors", "[amp][grad_scale
                     Catch::StartsWith("Attempted unscale_ but _scale is None.  This may indicate your script did not "
                                       "use scaler.scale(loss or outputs) earlier in the iteration."));
   CHECK_THROWS_WITH(scaler.update(), Catch::StartsWith("Attempted update but _scale is None."));
+  CHECK_THROWS_WITH(scaler.step(opt), Catch::StartsWith("Attempted step but _scale is None."));
   scaler.scale(ones({}, TensorOptions().device(device)));
   CHECK_THROWS_WITH(scaler.step(opt), Catch::StartsWith("No inf checks were recorded for this optimizer."));
   CHECK_THROWS_WITH(scaler.update(), Catch::StartsWith("No inf checks were recorded prior to update."));
@@ -164,9 +165,13 @@ DEVICE_TEST_CASE("GradScaler: misuse raises PyTorch's errors", "[amp][grad_scale
   CHECK(scaler.get_scale() == 4);
 
   Tensor h = ones({2}, TensorOptions(kFloat16).device(device)).requires_grad_();
-  optim::SGD opt16({h}, optim::SGDOptions(0.1));
   h.mutable_grad() = ones({2}, TensorOptions(kFloat16).device(device));
-  CHECK_THROWS_WITH(scaler.unscale_(opt16), Catch::StartsWith("Attempting to unscale FP16 gradients."));
+  p.set_grads(scaler.get_scale(), false);
+  const std::vector<double> before = p.a.grad().to_vector<double>();
+  scaler.update(scaler.get_scale());
+  optim::SGD mixed({p.a, h}, optim::SGDOptions(0.1));
+  CHECK_THROWS_WITH(scaler.unscale_(mixed), Catch::StartsWith("Attempting to unscale FP16 gradients."));
+  CHECK(p.a.grad().to_vector<double>() == before);  // refused before anything was divided
 
   CHECK_THROWS_WITH(amp::GradScaler(amp::GradScalerOptions().growth_factor(1.0)),
                     Catch::StartsWith("The growth factor must be > 1.0."));
@@ -244,30 +249,103 @@ DEVICE_TEST_CASE("GradScaler: a disabled scaler passes everything through", "[am
   CHECK(scaler.state_dict().is_empty());
 }
 
-TEST_CASE("GradScaler: unscale_ and update make no host synchronisation; step makes one", "[amp][grad_scaler]") {
+TEST_CASE("GradScaler: a whole step makes no host synchronisation with SGD, one with Adam", "[amp][grad_scaler]") {
   if (!cuda::is_available() || cuda::detail::caching_disabled()) return;
   const Device dev("cuda:0");
-  Params p(dev);
-  optim::SGD opt(p.list(), optim::SGDOptions(0.1).momentum(0.9));
-  amp::GradScaler scaler;
   Tensor loss = full({}, 2.0, TensorOptions().device(dev));
-  for (int i = 0; i < 2; ++i) {  // warm: the scale, the momentum buffers, the allocator's blocks
+  auto syncs_of_a_step = [&](optim::Optimizer& opt, Params& p, amp::GradScaler& scaler, bool overflow) {
     Tensor l = scaler.scale(loss);
-    p.a.mutable_grad() = full({3}, 1.0, TensorOptions().device(dev)) * l;
+    p.a.mutable_grad() = full({3}, overflow ? kInf : 1.0, TensorOptions().device(dev)) * l;
     p.b.mutable_grad() = full({2}, 1.0, TensorOptions().device(dev)) * l;
+    const int64_t n = cuda::host_synchronizations(0);
+    scaler.unscale_(opt);
     scaler.step(opt);
     scaler.update();
+    return cuda::host_synchronizations(0) - n;
+  };
+  {
+    Params p(dev);
+    optim::SGD sgd(p.list(), optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+    REQUIRE(sgd.supports_amp_scaling());
+    amp::GradScaler scaler;
+    for (int i = 0; i < 2; ++i) syncs_of_a_step(sgd, p, scaler, false);  // warm: buffers, the allocator's blocks
+    CHECK(syncs_of_a_step(sgd, p, scaler, false) == 0);
+    const std::vector<double> a = p.a.to_vector<double>();
+    const Tensor buffer = static_cast<const optim::SGDParamState&>(*sgd.state().at(p.a.impl())).momentum_buffer();
+    const std::vector<double> m = buffer.to_vector<double>();
+    CHECK(syncs_of_a_step(sgd, p, scaler, /*overflow=*/true) == 0);  // skipped on the device
+    CHECK(p.a.to_vector<double>() == a);
+    CHECK(buffer.to_vector<double>() == m);
+    CHECK(scaler.get_scale() == 32768);
+    CHECK(scaler.skipped_steps() == 1);
   }
-  const int64_t n = cuda::host_synchronizations(0);
-  Tensor l = scaler.scale(loss);
-  p.a.mutable_grad() = full({3}, 1.0, TensorOptions().device(dev)) * l;
-  p.b.mutable_grad() = full({2}, 1.0, TensorOptions().device(dev)) * l;
-  scaler.unscale_(opt);
-  CHECK(cuda::host_synchronizations(0) == n);
-  scaler.step(opt);
-  CHECK(cuda::host_synchronizations(0) == n + 1);  // reads found_inf to decide
-  scaler.update();
-  CHECK(cuda::host_synchronizations(0) == n + 1);
+  {
+    Params p(dev);
+    optim::Adam adam(p.list(), optim::AdamOptions(1e-3));
+    CHECK_FALSE(adam.supports_amp_scaling());
+    amp::GradScaler scaler;
+    for (int i = 0; i < 2; ++i) syncs_of_a_step(adam, p, scaler, false);
+    CHECK(syncs_of_a_step(adam, p, scaler, false) == 1);  // step reads the flag back
+  }
+}
+
+TEST_CASE("GradScaler: gradients on two devices, an inf on the other one skips the step", "[amp][grad_scaler]") {
+  if (cuda::device_count() < 2) return;
+  Tensor a = test::make({1, 2}, {2}, kFloat32, Device("cuda:0")).requires_grad_();
+  Tensor b = test::make({3, 4}, {2}, kFloat32, Device("cuda:1")).requires_grad_();
+  for (bool fused : {true, false}) {
+    INFO((fused ? "SGD (fused skip)" : "Adam (flag read)"));
+    std::unique_ptr<optim::Optimizer> opt;
+    if (fused)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{a, b}, optim::SGDOptions(0.5));
+    else
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{a, b}, optim::AdamOptions(0.5));
+    amp::GradScaler scaler(amp::GradScalerOptions().init_scale(4));
+    scaler.scale(ones({}, TensorOptions().device("cuda:0")));
+    a.mutable_grad() = test::make({4, 4}, {2}, kFloat32, Device("cuda:0"));
+    b.mutable_grad() = test::make({4, kInf}, {2}, kFloat32, Device("cuda:1"));
+    const std::vector<double> a0 = a.to_vector<double>(), b0 = b.to_vector<double>();
+    scaler.step(*opt);
+    scaler.update();
+    CHECK(a.to_vector<double>() == a0);
+    CHECK(b.to_vector<double>() == b0);
+    CHECK(scaler.get_scale() == 2);
+    scaler.scale(ones({}, TensorOptions().device("cuda:0")));
+    a.mutable_grad() = test::make({2, 2}, {2}, kFloat32, Device("cuda:0"));
+    b.mutable_grad() = test::make({2, 2}, {2}, kFloat32, Device("cuda:1"));
+    scaler.step(*opt);
+    scaler.update();
+    CHECK(a.to_vector<double>() != a0);  // a clean step on both devices
+    CHECK(b.to_vector<double>() != b0);
+  }
+}
+
+DEVICE_TEST_CASE("SGD's fused skip: a first step skipped leaves a zero buffer that the next fills as a fresh one",
+                 "[amp][grad_scaler]") {
+  Params fused(device), plain(device);
+  optim::SGD a(fused.list(), optim::SGDOptions(0.1).momentum(0.9));
+  optim::SGD b(plain.list(), optim::SGDOptions(0.1).momentum(0.9));
+  {
+    NoGradGuard no_grad;
+    fused.set_grads(1.0, /*overflow=*/false);
+    a.step_unless_found_inf(full({}, 1.0, TensorOptions(kFloat32).device(device)));  // skipped
+  }
+  test::check_values(fused.a, {1, -2, 3}, test::Tolerance{0, 0});
+  for (int i = 0; i < 3; ++i) {
+    fused.set_grads(1.0, false);
+    plain.set_grads(1.0, false);
+    a.step_unless_found_inf(zeros({}, TensorOptions(kFloat32).device(device)));
+    b.step();
+  }
+  test::check_equal(fused.a, plain.a);
+  test::check_equal(fused.b, plain.b);
+  optim::SGD damped(fused.list(), optim::SGDOptions(0.1).momentum(0.9).dampening(0.1));
+  CHECK_FALSE(damped.supports_amp_scaling());
+  CHECK_THROWS_AS(damped.step_unless_found_inf(zeros({}, TensorOptions().device(device))), NotImplementedError);
+  optim::Adam adam(fused.list(), optim::AdamOptions(1e-3));
+  CHECK_THROWS_WITH(
+      adam.step_unless_found_inf(zeros({}, TensorOptions().device(device))),
+      Catch::StartsWith("Adam: step_unless_found_inf: this optimizer does not skip a step on the device"));
 }
 
 DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and large gradients, inf and NaN",
@@ -287,6 +365,13 @@ DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and l
     CHECK(big[69998].item<double>() == 1.0);
     CHECK(big[69999].item<double>() == 2.0);
     test::check_values(strided.t(), {2, 4, 6, 8, 10, 12}, test::Tolerance{0, 0});
+    if (dt == kFloat64) {  // a large finite float64 is not an inf
+      Tensor g = full({4}, 1e300, TensorOptions(dt).device(device));
+      Tensor f = zeros({}, f32);
+      detail::amp_unscale_({g}, f, full({}, 0.5, f32));
+      CHECK(f.item<float>() == 0.0f);
+      CHECK(g[0].item<double>() == 5e299);
+    }
     for (double bad : {kInf, -kInf, std::nan("")}) {
       Tensor g = ones({70000}, TensorOptions(dt).device(device));
       g[69990].fill_(bad);  // in the second chunk

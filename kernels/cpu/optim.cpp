@@ -159,8 +159,10 @@ void norms(const std::vector<Tensor>& tensors, const Tensor& out, const Ops& ops
 }  // namespace
 
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h) {
+              const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h,
+              const Tensor& found_inf) {
   if (params.empty()) return;
+  if (found_inf.defined() && *data<float>(found_inf) != 0.0f) return;
   dispatch_floating(params[0].dtype(), "sgd_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::SgdStep<M>::make(h);
@@ -245,8 +247,7 @@ void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const 
   float& s = *data<float>(scale);
   int32_t& tracker = *data<int32_t>(growth_tracker);
   const fn::ScaleUpdate u =
-      fn::update_scale(s, tracker, *data<float>(found_inf) != 0.0f, static_cast<float>(growth_factor),
-                       static_cast<float>(backoff_factor), growth_interval);
+      fn::update_scale(s, tracker, *data<float>(found_inf) != 0.0f, growth_factor, backoff_factor, growth_interval);
   s = u.scale;
   tracker = u.growth_tracker;
 }

@@ -139,9 +139,11 @@ struct SgdBody {
   using M = opmath_t<T>;
   static constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   fn::SgdStep<M> f;
+  const float* found_inf;  // null, or the GradScaler's flag: not 0, the step is skipped
 
   template <typename List>
   __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
+    if (found_inf != nullptr && *found_inf != 0.0f) return;
     T* p = static_cast<T*>(l.ptrs[0][t]) + begin;
     const T* g = static_cast<const T*>(l.ptrs[1][t]) + begin;
     T* buf = kBuffer ? static_cast<T*>(l.ptrs[kBuffer ? 2 : 0][t]) + begin : nullptr;
@@ -332,7 +334,7 @@ struct UnscaleBody {
 #pragma unroll
       for (int k = 0; k < W; ++k) {
         const M v = load_as<M>(xv.v[k]);
-        bad |= !fn::finite(static_cast<float>(v));
+        bad |= !fn::finite(v);
         xv.v[k] = store_as<T>(v * c);
       }
       store_vector<W>(x + i, xv);
@@ -346,8 +348,8 @@ struct UnscaleBody {
   }
 };
 
-__global__ void update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf, float growth_factor,
-                                    float backoff_factor, int64_t growth_interval) {
+__global__ void update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf, double growth_factor,
+                                    double backoff_factor, int64_t growth_interval) {
   const fn::ScaleUpdate u =
       fn::update_scale(*scale, *growth_tracker, *found_inf != 0.0f, growth_factor, backoff_factor, growth_interval);
   *scale = u.scale;
@@ -359,8 +361,10 @@ int device_of(const std::vector<Tensor>& tensors) { return tensors[0].device().i
 }  // namespace
 
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h) {
+              const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h,
+              const Tensor& found_inf) {
   if (params.empty()) return;
+  const float* skip = found_inf.defined() ? found_inf.data_ptr<float>() : nullptr;
   const int device = device_of(params);
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(params[0]);
@@ -371,7 +375,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
     for (size_t i = 0; i < params.size(); ++i) scalars[i] = fn::SgdTensorScalars<M>::make(h, fresh[i] != 0);
     fn::visit_sgd(h, [&]<fn::SgdMomentum kMomentum, bool kWeightDecay>() {
       auto launch = [&](const auto& l, int64_t blocks) {
-        launch_list(l, blocks, SgdBody<T, kMomentum, kWeightDecay>{f}, stream);
+        launch_list(l, blocks, SgdBody<T, kMomentum, kWeightDecay>{f, skip}, stream);
       };
       if constexpr (kMomentum != fn::SgdMomentum::None)
         for_each_list<3, fn::SgdTensorScalars<M>>({&params, &grads, &momentum_buffers}, scalars, launch);
@@ -465,8 +469,8 @@ void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const 
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(scale);
   TANDEM_LAUNCH(1, 1, 0, stream, update_scale_kernel)
-  (scale.data_ptr<float>(), growth_tracker.data_ptr<int32_t>(), found_inf.data_ptr<float>(),
-   static_cast<float>(growth_factor), static_cast<float>(backoff_factor), growth_interval);
+  (scale.data_ptr<float>(), growth_tracker.data_ptr<int32_t>(), found_inf.data_ptr<float>(), growth_factor,
+   backoff_factor, growth_interval);
   TANDEM_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

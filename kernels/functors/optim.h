@@ -189,8 +189,10 @@ decltype(auto) visit_adam(const AdamHyper& h, Visit&& visit) {
 
 // ---------------------------------------------------------------- the GradScaler's scale
 
-// finite: neither inf nor NaN, in device code too.
-TANDEM_OPTIM_INLINE bool finite(float x) {
+// finite: neither inf nor NaN, in device code too (float or double: a
+// float64 gradient is checked as one).
+template <typename T>
+TANDEM_OPTIM_INLINE bool finite(T x) {
 #if defined(__CUDA_ARCH__)
   return isfinite(x);
 #else
@@ -205,12 +207,13 @@ struct ScaleUpdate {
   float scale;
   int32_t growth_tracker;
 };
-TANDEM_OPTIM_INLINE ScaleUpdate update_scale(float scale, int32_t growth_tracker, bool found_inf, float growth_factor,
-                                             float backoff_factor, int64_t growth_interval) {
-  if (found_inf) return {scale * backoff_factor, 0};
+// The products are taken in double and rounded once to float, as PyTorch's.
+TANDEM_OPTIM_INLINE ScaleUpdate update_scale(float scale, int32_t growth_tracker, bool found_inf, double growth_factor,
+                                             double backoff_factor, int64_t growth_interval) {
+  if (found_inf) return {static_cast<float>(static_cast<double>(scale) * backoff_factor), 0};
   const int32_t successful = growth_tracker + 1;
   if (successful == growth_interval) {
-    const float grown = scale * growth_factor;
+    const float grown = static_cast<float>(static_cast<double>(scale) * growth_factor);
     return {finite(grown) ? grown : scale, 0};
   }
   return {scale, successful};
