@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/allocator.h"
 #include "tests/helpers.h"
 
 using Catch::Contains;
@@ -253,6 +255,25 @@ TEST_CASE("exercise_train_one_epoch: the loss falls", "[examples]") {
   REQUIRE(losses.size() == 3);
   for (double loss : losses) CHECK(std::isfinite(loss));
   CHECK(losses[2] < losses[0]);
+}
+
+TEST_CASE("train_amp: float16 with a GradScaler learns, with no host synchronisation in a step", "[examples][amp]") {
+  Output out = run_example(EXAMPLE_TRAIN_AMP);
+  INFO(out.text);
+  REQUIRE(out.exit_code == 0);
+  std::vector<double> losses;
+  std::regex epoch(R"(epoch \d  loss ([\d.]+)  scale (\d+)  skipped (\d+)  host syncs in the last step (\d+))");
+  for (const auto& l : out.lines) {
+    std::smatch m;
+    if (!std::regex_match(l, m, epoch)) continue;
+    losses.push_back(std::stod(m[1]));
+    CHECK(std::stod(m[2]) >= 1);
+    // With the caching allocator off (the sanitizer runs) every free is a cudaFree, which waits.
+    if (!tandem::cuda::detail::caching_disabled()) CHECK(std::stoll(m[4]) == 0);
+  }
+  REQUIRE(losses.size() == 3);
+  CHECK(losses[2] < losses[0]);
+  CHECK(out.has("ok: weights float32, gradients scaled in float16"));
 }
 
 TEST_CASE("train_template: trains, evaluates, saves and loads on the cpu", "[examples]") {
