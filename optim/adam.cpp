@@ -1,6 +1,6 @@
 // Adam: options and state, and the step Adam and AdamW share: each group's
 // parameters bucketed by device and dtype, one multi-tensor kernel per
-// bucket, the step counts kept on the cpu.
+// bucket, the step counts kept on the cpu (or, fused, on the device).
 #include "optim/adam.h"
 
 #include "kernels/optim.h"
@@ -88,13 +88,36 @@ void increment_step(Tensor& step) {
 
 Tensor AdamFamily::adam_step(const LossClosure& closure) {
   Tensor loss = run_closure(closure);
+  update(Tensor(), Tensor());
+  return loss;
+}
+
+bool AdamFamily::supports_amp_scaling() const {
+  for (const auto& group : param_groups_)
+    if (!fused(group.options())) return false;
+  return true;
+}
+
+void AdamFamily::step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale) {
+  TANDEM_CHECK(supports_amp_scaling(), NotImplementedError, name(),
+               ": step_unless_found_inf needs fused(true) in every group (a skipped step must leave the step counts "
+               "unchanged, which only counts on the device can do without a wait); amp::GradScaler::step steps an "
+               "unfused ",
+               name(), " after reading the flag");
+  check_amp_args(name(), found_inf, grad_scale);
+  update(found_inf, grad_scale);
+}
+
+void AdamFamily::update(const Tensor& found_inf, const Tensor& grad_scale) {
   NoGradGuard no_grad;
   int64_t index = 0;
   for (auto& group : param_groups_) {
     const fn::AdamHyper h = hyper(group.options());
+    const bool counts_on_device = fused(group.options());
     std::vector<UpdateBucket> buckets;
     // State made for this step joins state_ once the kernels ran; every
-    // updated parameter's step count is incremented then.
+    // updated parameter's host step count is incremented then (a fused
+    // group's kernels increment theirs).
     std::vector<std::pair<const TensorImpl*, std::unique_ptr<AdamParamState>>> made;
     std::vector<AdamParamState*> stepped;
     for (const Tensor& p : group.params()) {
@@ -106,7 +129,7 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
         state = static_cast<AdamParamState*>(it->second.get());
       } else {
         auto fresh = std::make_unique<AdamParamState>();
-        fresh->step(zeros({}, kFloat32));
+        fresh->step(zeros({}, TensorOptions(kFloat32).device(counts_on_device ? p.device() : Device(kCPU))));
         fresh->exp_avg(zeros(p.sizes(), p.options()));
         fresh->exp_avg_sq(zeros(p.sizes(), p.options()));
         label_state(fresh->exp_avg(), name(), "made by step()");
@@ -119,7 +142,6 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
         state->max_exp_avg_sq(zeros(p.sizes(), p.options()));
         label_state(state->max_exp_avg_sq(), name(), "made by step()");
       }
-      const double step = read_step(state->step()) + 1;
       UpdateBucket* bucket;
       if (h.amsgrad)
         bucket =
@@ -128,20 +150,33 @@ Tensor AdamFamily::adam_step(const LossClosure& closure) {
       else
         bucket = &bucket_for(buckets, name(), i, p, grad, {state->exp_avg(), state->exp_avg_sq()},
                              {"exp_avg", "exp_avg_sq"});
-      bucket->steps.push_back(step);
-      stepped.push_back(state);
+      if (counts_on_device) {
+        // A count on the cpu (loaded, or made by an unfused step) moves to the
+        // parameter's device once, as PyTorch's fused Adam moves it on load.
+        const Tensor& step = state->step();
+        if ((step.is_cpu() && !p.is_cpu()) || step.dtype() != kFloat32 || step.dim() != 0) {
+          state->step(step.to(p.device(), kFloat32, false, /*copy=*/true).reshape({}));
+          label_state(state->step(), name(), "moved to the parameter's device by a fused step()");
+        }
+        check_state_device(name(), i, p, "step", state->step());
+        bucket->device_steps.push_back(state->step());
+      } else {
+        bucket->steps.push_back(read_step(state->step()) + 1);
+        stepped.push_back(state);
+      }
     }
     static const std::vector<Tensor> kNone;
+    static const std::vector<double> kNoSteps;
     for (auto& b : buckets) {
       const std::vector<Tensor>& max_exp_avg_sqs = h.amsgrad ? b.states[2] : kNone;
       dispatch(b.device, cpu::adam_step, cuda::adam_step, b.params, b.grads, b.states[0], b.states[1], max_exp_avg_sqs,
-               b.steps, h);
-      finish_bucket(b);
+               counts_on_device ? kNoSteps : b.steps, counts_on_device ? b.device_steps : kNone, h,
+               detail::on_device(found_inf, b.device), detail::on_device(grad_scale, b.device));
+      finish_bucket(b, grad_scale.defined());
     }
     for (AdamParamState* state : stepped) increment_step(state->step());
     for (auto& [impl, state] : made) state_[impl] = std::move(state);
   }
-  return loss;
 }
 
 void AdamFamily::check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const {
@@ -173,6 +208,8 @@ Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions defaults)
     : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+bool Adam::fused(const OptimizerOptions& options) const { return static_cast<const AdamOptions&>(options).fused(); }
 
 fn::AdamHyper Adam::hyper(const OptimizerOptions& options) const {
   const auto& o = static_cast<const AdamOptions&>(options);

@@ -20,11 +20,20 @@ struct AdamOptions : public OptimizerCloneableOptions<AdamOptions> {
   TANDEM_ARG(double, weight_decay) = 0;
   TANDEM_ARG(bool, amsgrad) = false;
   TANDEM_ARG(bool, maximize) = false;  // PyTorch's: ascend the objective
+  // PyTorch's fused Adam's contract: the step counts live on the parameters'
+  // devices (float32 scalars) and the kernel computes the bias corrections
+  // there, so that amp::GradScaler can skip a step on the device and a
+  // whole mixed-precision step makes no host synchronisation
+  // (supports_amp_scaling). Every Tandem step is one multi-tensor kernel,
+  // fused or not; without it the counts stay on the cpu, as in PyTorch's
+  // default Adam, and the GradScaler reads its flag once a step.
+  TANDEM_ARG(bool, fused) = false;
 
  public:
   double get_lr() const override { return lr(); }
   void set_lr(double lr) override { this->lr(lr); }
-  // lr, beta1, beta2, eps, weight_decay, amsgrad, maximize
+  // lr, beta1, beta2, eps, weight_decay, amsgrad, maximize (not fused: how
+  // the step runs belongs to the program, not to a saved state)
   OrderedDict<std::string, double> to_dict() const override;
   void set(const std::string& key, double value) override;
   // PyTorch's checks: "Invalid learning rate", "Invalid epsilon value",
@@ -33,7 +42,9 @@ struct AdamOptions : public OptimizerCloneableOptions<AdamOptions> {
 };
 
 // Adam's and AdamW's per-parameter state. step is a float32 scalar on the
-// cpu, as PyTorch's (not capturable) Adam keeps it.
+// cpu, as PyTorch's (not capturable) Adam keeps it, or on the parameter's
+// device with fused(true) (a count loaded onto the cpu moves there at the
+// next step, as PyTorch's fused Adam moves it when loading).
 struct AdamParamState : public OptimizerParamState {
   TANDEM_ARG(Tensor, step);
   TANDEM_ARG(Tensor, exp_avg);
@@ -54,12 +65,23 @@ class AdamFamily : public Optimizer {
  protected:
   using Optimizer::Optimizer;
   virtual fn::AdamHyper hyper(const OptimizerOptions& options) const = 0;
+  virtual bool fused(const OptimizerOptions& options) const = 0;
+
+ public:
+  // Every group fused(true).
+  bool supports_amp_scaling() const override;
+  void step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale = Tensor()) override;
+
+ protected:
   // For each parameter with a gradient (PyTorch's _single_tensor_adam, fused):
   //   step += 1; d = grad (+ weight_decay * p for Adam; AdamW first does
   //   p *= 1 - lr * weight_decay); m = beta1 m + (1 - beta1) d;
   //   v = beta2 v + (1 - beta2) d^2; (amsgrad: v_max = max(v_max, v), used for v)
   //   p -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
   Tensor adam_step(const LossClosure& closure);
+  // One step over every group; found_inf and grad_scale as
+  // step_unless_found_inf's, or undefined.
+  void update(const Tensor& found_inf, const Tensor& grad_scale);
   void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const override;
   std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
                                                   int64_t index) const override;
@@ -104,6 +126,7 @@ class Adam : public detail::AdamFamily {
 
  protected:
   fn::AdamHyper hyper(const OptimizerOptions& options) const override;
+  bool fused(const OptimizerOptions& options) const override;
 };
 
 }  // namespace tandem::optim

@@ -28,4 +28,6 @@ fn::AdamHyper AdamW::hyper(const OptimizerOptions& options) const {
           o.amsgrad(), o.maximize(),           /*decoupled_weight_decay=*/true};
 }
 
+bool AdamW::fused(const OptimizerOptions& options) const { return static_cast<const AdamWOptions&>(options).fused(); }
+
 }  // namespace tandem::optim

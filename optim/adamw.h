@@ -20,6 +20,7 @@ struct AdamWOptions : public OptimizerCloneableOptions<AdamWOptions> {
   TANDEM_ARG(double, weight_decay) = 1e-2;
   TANDEM_ARG(bool, amsgrad) = false;
   TANDEM_ARG(bool, maximize) = false;
+  TANDEM_ARG(bool, fused) = false;  // as AdamOptions::fused
 
  public:
   double get_lr() const override { return lr(); }
@@ -40,6 +41,7 @@ class AdamW : public detail::AdamFamily {
 
  protected:
   fn::AdamHyper hyper(const OptimizerOptions& options) const override;
+  bool fused(const OptimizerOptions& options) const override;
 };
 
 }  // namespace tandem::optim

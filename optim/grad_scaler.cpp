@@ -66,6 +66,11 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   TANDEM_CHECK(s.stage != Stage::Unscaled, ValueError,
                "unscale_() has already been called on this optimizer since the last update().");
   TANDEM_CHECK(s.stage != Stage::Stepped, ValueError, "unscale_() is being called after step().");
+  s.found_inf = check_grads(optimizer, /*unscale=*/true);
+  s.stage = Stage::Unscaled;
+}
+
+std::vector<Tensor> GradScaler::check_grads(const optim::Optimizer& optimizer, bool unscale) const {
   NoGradGuard no_grad;
   // The gradients by device, then dtype: one kernel each.
   std::vector<std::pair<Device, std::map<Dtype, std::vector<Tensor>>>> grads;
@@ -73,7 +78,9 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     for (const Tensor& p : group.params()) {
       const Tensor& g = p.grad();
       if (!g.defined()) continue;
-      TANDEM_CHECK(g.dtype() != kFloat16, ValueError,
+      // Unscaled in place, a float16 gradient would lose what the scale
+      // kept; a fused step unscales in float32 (PyTorch's allow_fp16 there).
+      TANDEM_CHECK(!unscale || g.dtype() != kFloat16, ValueError,
                    "Attempting to unscale FP16 gradients. (GradScaler: keep the weights in float32 and let "
                    "AutocastGuard cast them; the gradients are then float32)");
       auto it = std::find_if(grads.begin(), grads.end(), [&](const auto& e) { return e.first == g.device(); });
@@ -81,17 +88,22 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       it->second[g.dtype()].push_back(g);
     }
   }
-  const Tensor inv_scale =
-      full({}, 1.0, TensorOptions(kFloat64).device(scale_.device())).div(scale_.to(kFloat64)).to(kFloat32);
+  Tensor inv_scale;
+  if (unscale)
+    inv_scale = full({}, 1.0, TensorOptions(kFloat64).device(scale_.device())).div(scale_.to(kFloat64)).to(kFloat32);
   std::vector<Tensor> found;
   for (auto& [device, by_dtype] : grads) {
     Tensor found_inf = zeros({}, TensorOptions(kFloat32).device(device));
-    const Tensor inv = device == inv_scale.device() ? inv_scale : inv_scale.to(device);
-    for (auto& [dtype, list] : by_dtype) tandem::detail::amp_unscale_(list, found_inf, inv);
+    const Tensor inv = !unscale || device == inv_scale.device() ? inv_scale : inv_scale.to(device);
+    for (auto& [dtype, list] : by_dtype) {
+      if (unscale)
+        tandem::detail::amp_unscale_(list, found_inf, inv);
+      else
+        tandem::detail::amp_check_finite_(list, found_inf);
+    }
     found.push_back(found_inf);
   }
-  s.found_inf = std::move(found);
-  s.stage = Stage::Unscaled;
+  return found;
 }
 
 Tensor GradScaler::step(optim::Optimizer& optimizer) {
@@ -99,18 +111,32 @@ Tensor GradScaler::step(optim::Optimizer& optimizer) {
   check_scale_made(scale_, "step");
   PerOptimizer& s = state_of(optimizer);
   TANDEM_CHECK(s.stage != Stage::Stepped, ValueError, "step() has already been called since the last update().");
-  if (s.stage == Stage::Ready) unscale_(optimizer);
+  const bool fused = optimizer.supports_amp_scaling();
+  // A fused step unscales the gradients in its own kernel: only the check
+  // runs here, reading them without writing.
+  const bool unscaled_here = s.stage == Stage::Ready;
+  if (unscaled_here) {
+    if (fused) {
+      s.found_inf = check_grads(optimizer, /*unscale=*/false);
+      // As unscale_ leaves it: a step that finds no gradient to check
+      // throws below and leaves the optimizer as PyTorch's does.
+      s.stage = Stage::Unscaled;
+    } else {
+      unscale_(optimizer);
+    }
+  }
   TANDEM_CHECK(!s.found_inf.empty(), ValueError,
                "No inf checks were recorded for this optimizer. (GradScaler.step: none of its parameters has a "
                "gradient; call scaler.scale(loss).backward() first)");
-  if (optimizer.supports_amp_scaling()) {
-    // Fused: the optimizer's kernels read the flag on the device, nothing waits.
+  if (fused) {
+    // The optimizer's kernels read the flag and the scale on the device:
+    // nothing waits.
     Tensor combined;
     for (const Tensor& f : s.found_inf) {
       const Tensor here = f.device() == scale_.device() ? f : f.to(scale_.device());
       combined = combined.defined() ? combined + here : here;
     }
-    optimizer.step_unless_found_inf(combined);
+    optimizer.step_unless_found_inf(combined, unscaled_here ? scale_ : Tensor());
     s.stage = Stage::Stepped;
     return Tensor();
   }

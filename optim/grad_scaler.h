@@ -22,9 +22,13 @@
 // (detail::amp_update_scale_). Neither waits for the device while the
 // gradients are on the scale's device (a copy between two GPUs waits for
 // both). step hands the flag to an optimizer that skips on the device
-// (supports_amp_scaling: SGD without dampening), so that nothing waits; for
-// the others it reads the flag (one host synchronisation per device) to
-// decide whether to run the optimizer's step, as PyTorch does.
+// (supports_amp_scaling: SGD without dampening, Adam and AdamW with
+// fused(true)), so that nothing waits; when unscale_ was not called, such an
+// optimizer also takes the scale and unscales the gradients in its own
+// kernel (the GradScaler's pass then only checks them: PyTorch's fused
+// optimizers' grad_scale). For the others step reads the flag (one host
+// synchronisation per device) to decide whether to run the optimizer's
+// step, as PyTorch does.
 //
 // A skipped step is a step not taken: the optimizer's state is unchanged.
 // A learning-rate scheduler's step() after it still advances the schedule:
@@ -77,7 +81,12 @@ class GradScaler {
   void unscale_(optim::Optimizer& optimizer);
   // unscale_ (if not done yet), then the optimizer's step unless a gradient
   // was inf or NaN; returns what the step returned (undefined when skipped,
-  // or without a closure). Once per optimizer between update()s.
+  // or without a closure). Once per optimizer between update()s. With an
+  // optimizer that supports_amp_scaling(), the skip is decided on the
+  // device and, unless unscale_ ran, the unscale happens in the step's
+  // kernel: after a clean step the gradients are unscaled either way; after
+  // a skipped one they are left as they were (scaled, unless unscale_ ran).
+  // Such a step also takes float16 gradients, which it unscales in float32.
   Tensor step(optim::Optimizer& optimizer);
   // After the optimizers' steps: the scale backs off (times backoff_factor)
   // if any of them found an inf or NaN, else grows (times growth_factor)
@@ -121,6 +130,10 @@ class GradScaler {
   };
   PerOptimizer& state_of(const optim::Optimizer& optimizer);
   void make_scale(Device device);
+  // One found-inf flag per device of the optimizer's gradients, each set
+  // when one of them is inf or NaN; with unscale, the gradients are divided
+  // by the scale in the same pass (amp_unscale_), otherwise only read.
+  std::vector<Tensor> check_grads(const optim::Optimizer& optimizer, bool unscale) const;
 
   GradScalerOptions options_;
   Tensor scale_, growth_tracker_, skipped_;  // on one device, made by the first scale()

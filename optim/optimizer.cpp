@@ -113,11 +113,24 @@ size_t Optimizer::size() const {
   return n;
 }
 
-void Optimizer::step_unless_found_inf(const Tensor&) {
+void Optimizer::step_unless_found_inf(const Tensor&, const Tensor&) {
   TANDEM_CHECK(false, NotImplementedError, name(),
                ": step_unless_found_inf: this optimizer does not skip a step on the device (supports_amp_scaling() "
                "is false); amp::GradScaler::step reads the flag and calls step() instead");
 }
+
+namespace detail {
+
+void check_amp_args(const char* optimizer, const Tensor& found_inf, const Tensor& grad_scale) {
+  TANDEM_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == kFloat32, ValueError, optimizer,
+               ": step_unless_found_inf: found_inf must be a one-element float32 tensor");
+  TANDEM_CHECK(!grad_scale.defined() || (grad_scale.numel() == 1 && grad_scale.dtype() == kFloat32), ValueError,
+               optimizer, ": step_unless_found_inf: grad_scale must be undefined or a one-element float32 tensor");
+}
+
+Tensor on_device(const Tensor& t, Device device) { return !t.defined() || t.device() == device ? t : t.to(device); }
+
+}  // namespace detail
 
 Tensor Optimizer::run_closure(const LossClosure& closure) {
   if (!closure) return Tensor();
@@ -260,6 +273,11 @@ std::string param_name(int64_t index) { return tandem::detail::str_cat("paramete
 
 }  // namespace
 
+void check_state_device(const char* optimizer, int64_t index, const Tensor& param, const char* state,
+                        const Tensor& value) {
+  if (value.device() != param.device()) throw_stale_state(optimizer, index, param, state, value);
+}
+
 UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimizer, int64_t index, const Tensor& param,
                          const Tensor& grad, std::initializer_list<Tensor> states,
                          std::initializer_list<const char*> state_names) {
@@ -294,7 +312,7 @@ UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimiz
   for (auto& b : buckets)
     if (b.device == param.device() && b.dtype == param.dtype()) bucket = &b;
   if (bucket == nullptr) {
-    buckets.push_back(UpdateBucket{param.device(), param.dtype(), {}, {}, {}, {}, {}, {}, {}});
+    buckets.push_back(UpdateBucket{param.device(), param.dtype(), {}, {}, {}, {}, {}, {}, {}, {}, {}});
     bucket = &buckets.back();
     bucket->states.resize(states.size());
   }
@@ -305,19 +323,28 @@ UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimiz
     bucket->write_back.emplace_back(param, copy);
     bucket->params.push_back(copy);
   }
-  bucket->grads.push_back(grad.is_contiguous() ? grad : grad.contiguous());
+  if (grad.is_contiguous()) {
+    bucket->grads.push_back(grad);
+  } else {
+    Tensor copy = grad.contiguous();
+    bucket->grad_write_back.emplace_back(grad, copy);
+    bucket->grads.push_back(copy);
+  }
   for (const Tensor& state : states) bucket->states[&state - states.begin()].push_back(state);
   bucket->indices.push_back(index);
   return *bucket;
 }
 
-void finish_bucket(UpdateBucket& bucket) {
+void finish_bucket(UpdateBucket& bucket, bool grads_written) {
   // The kernels wrote in place: bump the version counters as an in-place op
   // would, so that autograd notices a parameter changed after it was saved.
   for (const Tensor& p : bucket.params) p.storage()->bump_version();
   for (const auto& list : bucket.states)
     for (const Tensor& s : list) s.storage()->bump_version();
   for (auto& [param, copy] : bucket.write_back) param.copy_(copy);
+  if (!grads_written) return;
+  for (const Tensor& g : bucket.grads) g.storage()->bump_version();
+  for (auto& [grad, copy] : bucket.grad_write_back) grad.copy_(copy);
 }
 
 void label_state(const Tensor& state, const char* optimizer, const char* how) {

@@ -41,7 +41,9 @@ namespace tandem::optim {
 //                 the parameters over all groups in order (PyTorch's
 //                 numbering). Names as PyTorch's:
 //                   SGD (with momentum):  "momentum_buffer"
-//                   Adam, AdamW:          "step" (a float32 scalar on the cpu),
+//                   Adam, AdamW:          "step" (a float32 scalar on the cpu;
+//                                         on the parameter's device with
+//                                         fused(true)),
 //                                         "exp_avg", "exp_avg_sq",
 //                                         "max_exp_avg_sq" (amsgrad only)
 //                 A parameter that has no state yet (never had a gradient, or
@@ -159,14 +161,20 @@ class Optimizer {
   // step returns its loss, or an undefined tensor without a closure.
   virtual Tensor step(LossClosure closure = nullptr) = 0;
 
-  // The GradScaler's fused path (amp::GradScaler::step): the step with its
-  // gradients already unscaled, skipped on the device when found_inf (one
-  // float32 element) is not 0, so that nothing waits to read it. Only where
-  // supports_amp_scaling() says so: SGD without dampening (whose momentum
-  // buffer, made zero by a skipped first step, then starts as a fresh one
-  // would); the others step through GradScaler's one read of the flag.
+  // The GradScaler's fused path (amp::GradScaler::step, PyTorch's fused
+  // optimizers' grad_scale and found_inf): the step skipped on the device
+  // when found_inf (one float32 element) is not 0, so that nothing waits to
+  // read it. grad_scale, when defined (one float32 element), is the scale
+  // the gradients still carry: the step's kernel unscales each gradient,
+  // writes it back unscaled and uses it, saving the GradScaler a pass that
+  // writes them (a skipped step leaves them scaled). Both are copied to each
+  // parameter device that is not theirs. Only where supports_amp_scaling()
+  // says so: SGD without dampening (whose momentum buffer, made zero by a
+  // skipped first step, then starts as a fresh one would), and Adam and
+  // AdamW with fused(true) (their step counts on the device); the others
+  // step through the GradScaler's one read of the flag.
   virtual bool supports_amp_scaling() const { return false; }
-  virtual void step_unless_found_inf(const Tensor& found_inf);
+  virtual void step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale = Tensor());
 
   void add_param_group(const OptimizerParamGroup& param_group);
   // Clears every parameter's gradient: undefined (set_to_none, the default
@@ -236,9 +244,11 @@ struct UpdateBucket {
   std::vector<int64_t> indices;             // each parameter's number, for messages
   std::vector<uint8_t> fresh;               // SGD: the momentum buffer was just made
   std::vector<double> steps;                // Adam: the step count after this step
+  std::vector<Tensor> device_steps;         // fused Adam: the step counts, on the device
   // Parameters that are not contiguous are updated through a contiguous
-  // copy, written back after the kernel: (parameter, copy) pairs.
-  std::vector<std::pair<Tensor, Tensor>> write_back;
+  // copy, written back after the kernel: (parameter, copy) pairs. The same
+  // for gradients, which a fused step with a grad_scale writes.
+  std::vector<std::pair<Tensor, Tensor>> write_back, grad_write_back;
 };
 
 // Where a step puts parameter `index`'s tensors: the bucket of its device
@@ -250,11 +260,23 @@ struct UpdateBucket {
 UpdateBucket& bucket_for(std::vector<UpdateBucket>& buckets, const char* optimizer, int64_t index, const Tensor& param,
                          const Tensor& grad, std::initializer_list<Tensor> states,
                          std::initializer_list<const char*> state_names);
+// bucket_for's DeviceError for a state tensor that is not on its parameter's
+// device (for state it does not check: fused Adam's step count).
+void check_state_device(const char* optimizer, int64_t index, const Tensor& param, const char* state,
+                        const Tensor& value);
 // Gives a state tensor the origin device errors print for it: "Adam's
 // state, made by step()" (how: "made by step()", "loaded by load_state_dict()").
 void label_state(const Tensor& state, const char* optimizer, const char* how);
-// Writes back the non-contiguous parameters of a bucket after its kernel.
-void finish_bucket(UpdateBucket& bucket);
+// Writes back the non-contiguous parameters of a bucket after its kernel,
+// and its gradients when the kernel wrote them (grads_written: it unscaled
+// them).
+void finish_bucket(UpdateBucket& bucket, bool grads_written = false);
+// step_unless_found_inf's checks: found_inf one float32 element, grad_scale
+// undefined or one float32 element (ValueError naming the optimizer).
+void check_amp_args(const char* optimizer, const Tensor& found_inf, const Tensor& grad_scale);
+// t, or a copy of it on `device` (undefined stays undefined): the
+// GradScaler's flag and scale for a bucket on another device.
+Tensor on_device(const Tensor& t, Device device);
 
 // OptimizerOptions::set's KeyError for a key `options` (e.g. "SGDOptions")
 // does not have, listing the keys it has.

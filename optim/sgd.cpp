@@ -63,7 +63,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions defaults)
 
 Tensor SGD::step(LossClosure closure) {
   Tensor loss = run_closure(closure);
-  update(Tensor());
+  update(Tensor(), Tensor());
   return loss;
 }
 
@@ -73,17 +73,16 @@ bool SGD::supports_amp_scaling() const {
   return true;
 }
 
-void SGD::step_unless_found_inf(const Tensor& found_inf) {
+void SGD::step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale) {
   TANDEM_CHECK(supports_amp_scaling(), NotImplementedError,
                "SGD: step_unless_found_inf needs dampening 0 in every group (a skipped step's fresh momentum buffer "
                "would then take dampening on the next); use amp::GradScaler::step, which steps such an SGD after "
                "reading the flag");
-  TANDEM_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == kFloat32, ValueError,
-               "SGD: step_unless_found_inf: found_inf must be a one-element float32 tensor");
-  update(found_inf);
+  detail::check_amp_args(name(), found_inf, grad_scale);
+  update(found_inf, grad_scale);
 }
 
-void SGD::update(const Tensor& found_inf) {
+void SGD::update(const Tensor& found_inf, const Tensor& grad_scale) {
   NoGradGuard no_grad;
   int64_t index = 0;
   for (auto& group : param_groups_) {
@@ -117,9 +116,9 @@ void SGD::update(const Tensor& found_inf) {
     static const std::vector<Tensor> kNoBuffers;
     for (auto& b : buckets) {
       const std::vector<Tensor>& buffers = has_momentum ? b.states[0] : kNoBuffers;
-      const Tensor skip = !found_inf.defined() || found_inf.device() == b.device ? found_inf : found_inf.to(b.device);
-      dispatch(b.device, cpu::sgd_step, cuda::sgd_step, b.params, b.grads, buffers, b.fresh, h, skip);
-      detail::finish_bucket(b);
+      dispatch(b.device, cpu::sgd_step, cuda::sgd_step, b.params, b.grads, buffers, b.fresh, h,
+               detail::on_device(found_inf, b.device), detail::on_device(grad_scale, b.device));
+      detail::finish_bucket(b, grad_scale.defined());
     }
     for (auto& [impl, buffer] : made) {
       auto& slot = state_[impl];

@@ -53,12 +53,13 @@ class SGD : public Optimizer {
   // zero, and the next step's update of a zero buffer is what a fresh one
   // takes (d_p).
   bool supports_amp_scaling() const override;
-  void step_unless_found_inf(const Tensor& found_inf) override;
+  void step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale = Tensor()) override;
 
  protected:
   void check_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param, int64_t index) const override;
-  // One step over every group; found_inf as step_unless_found_inf's, or undefined.
-  void update(const Tensor& found_inf);
+  // One step over every group; found_inf and grad_scale as
+  // step_unless_found_inf's, or undefined.
+  void update(const Tensor& found_inf, const Tensor& grad_scale);
   std::unique_ptr<OptimizerParamState> make_state(const OrderedDict<std::string, Tensor>& saved, const Tensor& param,
                                                   int64_t index) const override;
 };

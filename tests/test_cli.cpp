@@ -784,6 +784,13 @@ TEST_CASE("tandem train --amp: bfloat16 on the cpu, float16 with loss scaling on
   CHECK(scale <= 65536.0);
   CHECK(json::as_int(json::at(m[1], "skipped_steps")) >= 0);
   CHECK(json::as_double(json::at(m[1], "test_accuracy")) > 0.5);
+  // Bit for bit as the run left alone: the scaler's state and fused Adam's
+  // step counts (kept on the device, saved on the cpu) come back exactly.
+  Result whole =
+      run(cat({"train", "--epochs", "2", "--device", "cuda:0", "--amp", "--out", dir.file("whole")}, kSmall));
+  INFO(whole);
+  REQUIRE(whole.exit_code == 0);
+  check_same_checkpoint(dir.file("cuda"), dir.file("whole"));
 }
 
 // ---------------------------------------------------------------- resume, Ctrl-C

@@ -954,10 +954,15 @@ void compare_sgd(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, bool
   const List b = momentum ? list_of(sizes, dt, 300, -2, 2, offsets) : List{};
   std::vector<uint8_t> fresh(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) fresh[i] = momentum && i % 2 == 0;
-  cpu::sgd_step(p.cpu, g.cpu, b.cpu, fresh, h, Tensor());
-  cuda::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h, Tensor());
+  // With momentum, also the fused step's unscale (by 3: the reciprocal
+  // rounds) and its flag, clear.
+  const Tensor scale = momentum ? full({}, 3.0, kFloat32) : Tensor(), found_inf = momentum ? zeros({}) : Tensor();
+  cpu::sgd_step(p.cpu, g.cpu, b.cpu, fresh, h, found_inf, scale);
+  cuda::sgd_step(p.gpu, g.gpu, b.gpu, fresh, h, momentum ? found_inf.to(kGpu) : Tensor(),
+                 momentum ? scale.to(kGpu) : Tensor());
   p.check("sgd param");
   b.check("sgd momentum buffer");
+  g.check("sgd grad");
 }
 
 void compare_adam(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, bool adamw_amsgrad) {
@@ -971,8 +976,26 @@ void compare_adam(const std::vector<int64_t>& sizes, Dtype dt, bool offsets, boo
   const List vmax = adamw_amsgrad ? list_of(sizes, dt, 800, 0, 1, offsets) : List{};
   std::vector<double> steps(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) steps[i] = static_cast<double>(1 + i % 3);
-  cpu::adam_step(p.cpu, g.cpu, m.cpu, v.cpu, vmax.cpu, steps, h);
-  cuda::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, vmax.gpu, steps, h);
+  if (!adamw_amsgrad) {
+    cpu::adam_step(p.cpu, g.cpu, m.cpu, v.cpu, vmax.cpu, steps, {}, h, Tensor(), Tensor());
+    cuda::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, vmax.gpu, steps, {}, h, Tensor(), Tensor());
+  } else {
+    // Fused Adam: the counts on the device, incremented and turned into bias
+    // corrections in the kernel, and the unscale by 3 in it.
+    std::vector<Tensor> counts_cpu, counts_gpu;
+    for (double step : steps) {
+      counts_cpu.push_back(full({}, step - 1, kFloat32));
+      counts_gpu.push_back(counts_cpu.back().to(kGpu));
+    }
+    const Tensor scale = full({}, 3.0, kFloat32), found_inf = zeros({});
+    cpu::adam_step(p.cpu, g.cpu, m.cpu, v.cpu, vmax.cpu, {}, counts_cpu, h, found_inf, scale);
+    cuda::adam_step(p.gpu, g.gpu, m.gpu, v.gpu, vmax.gpu, {}, counts_gpu, h, found_inf.to(kGpu), scale.to(kGpu));
+    for (size_t i = 0; i < steps.size(); ++i) {
+      CHECK(counts_gpu[i].item<double>() == steps[i]);
+      CHECK(counts_cpu[i].item<double>() == steps[i]);
+    }
+    g.check("adam grad");
+  }
   p.check("adam param");
   m.check("adam exp_avg");
   v.check("adam exp_avg_sq");

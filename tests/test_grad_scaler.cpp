@@ -287,6 +287,44 @@ TEST_CASE("GradScaler: a whole step makes no host synchronisation with SGD, one 
     for (int i = 0; i < 2; ++i) syncs_of_a_step(adam, p, scaler, false);
     CHECK(syncs_of_a_step(adam, p, scaler, false) == 1);  // step reads the flag back
   }
+  for (bool adamw : {false, true}) {
+    INFO((adamw ? "fused AdamW" : "fused Adam"));
+    Params p(dev);
+    std::unique_ptr<optim::Optimizer> opt;
+    if (adamw)
+      opt = std::make_unique<optim::AdamW>(p.list(), optim::AdamWOptions(1e-3).fused(true));
+    else
+      opt = std::make_unique<optim::Adam>(p.list(), optim::AdamOptions(1e-3).amsgrad(true).fused(true));
+    REQUIRE(opt->supports_amp_scaling());
+    amp::GradScaler scaler;
+    for (int i = 0; i < 2; ++i) syncs_of_a_step(*opt, p, scaler, false);
+    CHECK(syncs_of_a_step(*opt, p, scaler, false) == 0);
+    const std::vector<double> a = p.a.to_vector<double>();
+    const optim::OptimizerStateDict before = opt->state_dict();
+    std::vector<std::vector<double>> state;
+    for (const auto& [i, st] : before.state)
+      for (const auto& item : st.items()) state.push_back(item.value().to_vector<double>());
+    CHECK(syncs_of_a_step(*opt, p, scaler, /*overflow=*/true) == 0);  // skipped on the device
+    CHECK(p.a.to_vector<double>() == a);
+    size_t k = 0;
+    for (const auto& [i, st] : opt->state_dict().state)
+      for (const auto& item : st.items()) CHECK(item.value().to_vector<double>() == state[k++]);  // step too
+    CHECK(k == state.size());
+    CHECK(opt->state_dict().state.at(0)["step"].to_vector<double>() == std::vector<double>{3});
+    // Without unscale_: the scaler's pass only checks, the kernel unscales.
+    auto step_only = [&] {
+      Tensor l = scaler.scale(loss);
+      p.a.mutable_grad() = full({3}, 1.0, TensorOptions().device(dev)) * l;
+      p.b.mutable_grad() = full({2}, 1.0, TensorOptions().device(dev)) * l;
+      const int64_t n = cuda::host_synchronizations(0);
+      scaler.step(*opt);
+      scaler.update();
+      return cuda::host_synchronizations(0) - n;
+    };
+    step_only();
+    CHECK(step_only() == 0);
+    test::check_values(p.a.grad(), {2, 2, 2}, test::Tolerance{0, 0});  // the loss, 2, unscaled in the kernel
+  }
 }
 
 TEST_CASE("GradScaler: gradients on two devices, an inf on the other one skips the step", "[amp][grad_scaler]") {
@@ -343,9 +381,130 @@ DEVICE_TEST_CASE("SGD's fused skip: a first step skipped leaves a zero buffer th
   CHECK_FALSE(damped.supports_amp_scaling());
   CHECK_THROWS_AS(damped.step_unless_found_inf(zeros({}, TensorOptions().device(device))), NotImplementedError);
   optim::Adam adam(fused.list(), optim::AdamOptions(1e-3));
-  CHECK_THROWS_WITH(
-      adam.step_unless_found_inf(zeros({}, TensorOptions().device(device))),
-      Catch::StartsWith("Adam: step_unless_found_inf: this optimizer does not skip a step on the device"));
+  CHECK_THROWS_WITH(adam.step_unless_found_inf(zeros({}, TensorOptions().device(device))),
+                    Catch::StartsWith("Adam: step_unless_found_inf needs fused(true) in every group"));
+  CHECK_THROWS_AS(adam.step_unless_found_inf(zeros({}, TensorOptions().device(device))), NotImplementedError);
+  optim::AdamW adamw(fused.list(), optim::AdamWOptions(1e-3).fused(true));
+  CHECK_THROWS_WITH(adamw.step_unless_found_inf(zeros({}, TensorOptions(kFloat64).device(device))),
+                    "AdamW: step_unless_found_inf: found_inf must be a one-element float32 tensor");
+  CHECK_THROWS_WITH(a.step_unless_found_inf(zeros({}, TensorOptions(kFloat32).device(device)),
+                                            zeros({2}, TensorOptions(kFloat32).device(device))),
+                    "SGD: step_unless_found_inf: grad_scale must be undefined or a one-element float32 tensor");
+}
+
+namespace {
+
+// The state of an optimizer as numbers, by parameter and name, "step"
+// included.
+std::vector<std::vector<double>> state_values(const optim::Optimizer& opt) {
+  std::vector<std::vector<double>> out;
+  for (const auto& [i, st] : opt.state_dict().state)
+    for (const auto& item : st.items()) out.push_back(item.value().to_vector<double>());
+  return out;
+}
+
+}  // namespace
+
+DEVICE_TEST_CASE(
+    "Fused Adam and AdamW: the same bits as unfused ones, a skipped step leaving the counts, the unscale "
+    "in the kernel",
+    "[amp][grad_scaler]") {
+  // Two runs through a GradScaler with a scale that is not a power of two
+  // (so the unscale rounds): an unfused optimizer (unscale_ pass, flag read
+  // back) and a fused one (check-only pass, unscale in its kernel, skip on
+  // the device). Every bit of parameters, moments, counts and gradients
+  // agrees, through a skipped step.
+  for (Dtype dt : {kFloat32, kFloat64, kBFloat16}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      INFO(dt << ", " << (variant == 0 ? "Adam" : variant == 1 ? "Adam amsgrad, weight decay" : "AdamW"));
+      auto make_opt = [&](const std::vector<Tensor>& params, bool fused) -> std::unique_ptr<optim::Optimizer> {
+        if (variant == 2) return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(1e-2).fused(fused));
+        return std::make_unique<optim::Adam>(
+            params, optim::AdamOptions(1e-2).amsgrad(variant == 1).weight_decay(variant == 1 ? 0.1 : 0).fused(fused));
+      };
+      // w: (2, 3) with a transposed (non-contiguous) gradient; v: (70000,),
+      // past one 64K chunk of the CUDA kernel.
+      auto make_params = [&] {
+        Tensor w = test::make({0.5, -1.0, 1.5, 2.0, -0.25, 0.75}, {2, 3}, dt, device).requires_grad_();
+        Tensor v = (arange(70000, TensorOptions(kFloat64)) * 1e-4 - 3.0).to(device, dt).requires_grad_();
+        return std::vector<Tensor>{w, v};
+      };
+      const std::vector<Tensor> pu = make_params(), pf = make_params();
+      auto unfused = make_opt(pu, false), fused = make_opt(pf, true);
+      REQUIRE(fused->supports_amp_scaling());
+      REQUIRE_FALSE(unfused->supports_amp_scaling());
+      amp::GradScaler su(amp::GradScalerOptions().init_scale(3.0)), sf(amp::GradScalerOptions().init_scale(3.0));
+      const Tensor one = ones({}, TensorOptions().device(device));
+      for (int step = 0; step < 4; ++step) {
+        INFO("step " << step);
+        const bool overflow = step == 2;
+        for (const auto& [params, scaler] : {std::pair{&pu, &su}, std::pair{&pf, &sf}}) {
+          const double scale = scaler->scale(one).item<double>();
+          const double k = 0.3 * (step + 1);
+          (*params)[0].mutable_grad() =
+              test::make({k * scale, -0.2 * scale, 0.7 * scale, overflow ? kInf : 0.1 * scale, -k * scale, 0.4 * scale},
+                         {3, 2}, dt, device)
+                  .t();
+          (*params)[1].mutable_grad() = (ones({70000}, TensorOptions(kFloat64)) * (k * scale)).to(device, dt);
+        }
+        su.step(*unfused);
+        sf.step(*fused);
+        su.update();
+        sf.update();
+        CHECK(su.get_scale() == sf.get_scale());
+        for (size_t i = 0; i < pu.size(); ++i) {
+          test::check_equal(pf[i], pu[i]);
+          if (!overflow) test::check_equal(pf[i].grad(), pu[i].grad());  // unscaled either way
+        }
+        CHECK(state_values(*fused) == state_values(*unfused));
+      }
+      CHECK(su.skipped_steps() == 1);
+      CHECK(fused->state_dict().state.at(1)["step"].device() == device);
+      CHECK(unfused->state_dict().state.at(1)["step"].is_cpu());
+      CHECK(state_values(*fused)[0] == std::vector<double>{3});  // 4 steps, one skipped
+    }
+  }
+}
+
+DEVICE_TEST_CASE("Fused Adam: a step count loaded onto the cpu moves to the parameter's device once",
+                 "[amp][grad_scaler]") {
+  Params p(device);
+  optim::Adam unfused(p.list(), optim::AdamOptions(1e-2));
+  p.set_grads(1.0, false);
+  unfused.step();
+  unfused.step();
+  const optim::OptimizerStateDict saved = unfused.state_dict();
+  REQUIRE(saved.state.at(0)["step"].is_cpu());
+
+  Params q(device);
+  q.a.detach().copy_(p.a.detach());
+  q.b.detach().copy_(p.b.detach());
+  optim::Adam fused(q.list(), optim::AdamOptions(1e-2).fused(true));
+  fused.load_state_dict(saved);
+  q.set_grads(1.0, false);
+  p.set_grads(1.0, false);
+  fused.step();
+  unfused.step();
+  const Tensor step = fused.state_dict().state.at(0)["step"];
+  CHECK(step.device() == device);
+  CHECK(step.dtype() == kFloat32);
+  CHECK(step.to_vector<double>() == std::vector<double>{3});
+  test::check_equal(q.a, p.a);
+  test::check_equal(q.b, p.b);
+  CHECK(state_values(fused) == state_values(unfused));
+}
+
+TEST_CASE("Fused Adam: a step count left on another device is the same-device error", "[amp][grad_scaler]") {
+  if (cuda::device_count() < 2) return;
+  Tensor w = test::make({1, 2}, {2}, kFloat32, Device("cuda:0")).requires_grad_();
+  optim::Adam adam({w}, optim::AdamOptions(1e-2).fused(true));
+  w.mutable_grad() = test::make({1, 1}, {2}, kFloat32, Device("cuda:0"));
+  adam.step();
+  auto& state = static_cast<optim::AdamParamState&>(*adam.state().at(w.impl()));
+  state.step(state.step().to(Device("cuda:1")));
+  CHECK_THROWS_WITH(adam.step(), Contains("Expected all tensors to be on the same device, but found at least two "
+                                          "devices, cuda:0 and cuda:1!") &&
+                                     Contains("step of parameter 0"));
 }
 
 DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and large gradients, inf and NaN",
@@ -379,8 +538,23 @@ DEVICE_TEST_CASE("amp_unscale_ and amp_update_scale_: every dtype, strided and l
       detail::amp_unscale_({ones({5}, TensorOptions(dt).device(device)), g}, f, full({}, 0.5, f32));
       CHECK(f.item<float>() == 1.0f);
       CHECK(g[0].item<double>() == 0.5);  // every element is still scaled
+      // The check alone: the flag, and not a gradient written.
+      Tensor h = full({70000}, 3.0, TensorOptions(dt).device(device));
+      h[69990].fill_(bad);
+      Tensor strided_h = test::make({8, 16, 24, 32, 40, 48}, {2, 3}, dt, device).t();
+      Tensor f2 = zeros({}, f32);
+      detail::amp_check_finite_({strided_h, h}, f2);
+      CHECK(f2.item<float>() == 1.0f);
+      CHECK(h[0].item<double>() == 3.0);
+      test::check_values(strided_h.t(), {8, 16, 24, 32, 40, 48}, test::Tolerance{0, 0});
     }
+    Tensor f3 = zeros({}, f32);
+    detail::amp_check_finite_({big, strided}, f3);
+    CHECK(f3.item<float>() == 0.0f);
   }
+  CHECK_THROWS_WITH(detail::amp_check_finite_({ones({2}, f32)}, zeros({}, TensorOptions(kFloat64).device(device))),
+                    "amp_check_finite_: found_inf must be a one-element float32 tensor, but got shape [] and dtype "
+                    "float64");
   CHECK_THROWS_WITH(
       detail::amp_unscale_({ones({2}, f32)}, zeros({2}, f32), full({}, 0.5, f32)),
       "amp_unscale_: found_inf must be a one-element float32 tensor, but got shape [2] and dtype float32");

@@ -27,15 +27,32 @@ T* data(const Tensor& t) {
   return static_cast<T*>(t.data_ptr());
 }
 
+// The fused step's unscale (kernels/optim.h): g[i] = g[i] * inv, rounded to
+// T as amp_unscale_ rounds it, over one thread's range just before the
+// update reads it back from the cache. inv: 1 / grad_scale, rounded to float.
+template <typename T>
+void unscale_range(T* g, int64_t begin, int64_t end, float inv) {
+  using M = opmath_t<T>;
+  const M c = static_cast<M>(inv);
+  TANDEM_SIMD
+  for (int64_t i = begin; i < end; ++i) g[i] = static_cast<T>(static_cast<M>(g[i]) * c);
+}
+
+// 1 / grad_scale, or 0 when there is no scale (nothing to unscale).
+float inverse_scale(const Tensor& grad_scale) {
+  return grad_scale.defined() ? 1.0f / *static_cast<const float*>(grad_scale.data_ptr()) : 0.0f;
+}
+
 template <typename T, fn::SgdMomentum kMomentum, bool kWeightDecay>
 void sgd_tensor(const Tensor& param, const Tensor& grad, const Tensor* buffer, const fn::SgdStep<opmath_t<T>>& step,
-                const fn::SgdTensorScalars<opmath_t<T>>& scalars) {
+                const fn::SgdTensorScalars<opmath_t<T>>& scalars, float inv_scale) {
   using M = opmath_t<T>;
   constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   T* p = data<T>(param);
-  const T* g = data<T>(grad);
+  T* g = data<T>(grad);
   T* buf = kBuffer ? data<T>(*buffer) : nullptr;
   parallel_for(0, param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    if (inv_scale != 0.0f) unscale_range(g, begin, end, inv_scale);
     const auto f = step;
     const auto s = scalars;
     TANDEM_SIMD
@@ -72,10 +89,10 @@ constexpr int64_t kAdamBlock = 256;
 template <typename T, fn::WeightDecay kWeightDecay, bool kAmsgrad>
 void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor* max_exp_avg_sq, const fn::AdamStep<opmath_t<T>>& step,
-                 const fn::AdamTensorScalars<opmath_t<T>>& scalars) {
+                 const fn::AdamTensorScalars<opmath_t<T>>& scalars, float inv_scale) {
   using M = opmath_t<T>;
   T* p = data<T>(param);
-  const T* g = data<T>(grad);
+  T* g = data<T>(grad);
   T* m = data<T>(exp_avg);
   T* v = data<T>(exp_avg_sq);
   T* v_max = kAmsgrad ? data<T>(*max_exp_avg_sq) : nullptr;
@@ -85,6 +102,7 @@ void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
     alignas(64) M p_new[kAdamBlock], m_new[kAdamBlock], root[kAdamBlock];
     for (int64_t b = begin; b < end; b += kAdamBlock) {
       const int64_t n = std::min(kAdamBlock, end - b);
+      if (inv_scale != 0.0f) unscale_range(g, b, b + n, inv_scale);
       T *pb = p + b, *mb = m + b, *vb = v + b, *xb = kAmsgrad ? v_max + b : nullptr;
       const T* gb = g + b;
       TANDEM_SIMD
@@ -160,9 +178,10 @@ void norms(const std::vector<Tensor>& tensors, const Tensor& out, const Ops& ops
 
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h,
-              const Tensor& found_inf) {
+              const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
   if (found_inf.defined() && *data<float>(found_inf) != 0.0f) return;
+  const float inv = inverse_scale(grad_scale);
   dispatch_floating(params[0].dtype(), "sgd_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::SgdStep<M>::make(h);
@@ -170,7 +189,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
       for (size_t i = 0; i < params.size(); ++i) {
         const bool has_buffer = kMomentum != fn::SgdMomentum::None;
         sgd_tensor<T, kMomentum, kWeightDecay>(params[i], grads[i], has_buffer ? &momentum_buffers[i] : nullptr, f,
-                                               fn::SgdTensorScalars<M>::make(h, fresh[i] != 0));
+                                               fn::SgdTensorScalars<M>::make(h, fresh[i] != 0), inv);
       }
     });
   });
@@ -178,16 +197,28 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
 
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
                const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
-               const std::vector<double>& steps, const fn::AdamHyper& h) {
+               const std::vector<double>& steps, const std::vector<Tensor>& device_steps, const fn::AdamHyper& h,
+               const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
+  if (found_inf.defined() && *data<float>(found_inf) != 0.0f) return;
+  const float inv = inverse_scale(grad_scale);
   dispatch_floating(params[0].dtype(), "adam_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::AdamStep<M>::make(h);
     fn::visit_adam(h, [&]<fn::WeightDecay kWeightDecay, bool kAmsgrad>() {
-      for (size_t i = 0; i < params.size(); ++i)
+      for (size_t i = 0; i < params.size(); ++i) {
+        double step;
+        if (device_steps.empty()) {
+          step = steps[i];
+        } else {
+          float& count = *data<float>(device_steps[i]);
+          count += 1.0f;
+          step = count;
+        }
         adam_tensor<T, kWeightDecay, kAmsgrad>(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
                                                kAmsgrad ? &max_exp_avg_sqs[i] : nullptr, f,
-                                               fn::AdamTensorScalars<M>::make(h, steps[i]));
+                                               fn::AdamTensorScalars<M>::make(h, step), inv);
+      }
     });
   });
 }
@@ -221,7 +252,8 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
 }
 
 void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
-  const float inv = *data<float>(inv_scale);
+  const bool write = inv_scale.defined();
+  const float inv = write ? *data<float>(inv_scale) : 1.0f;
   std::atomic<bool> any{false};
   for (const Tensor& g : grads) {
     dispatch_floating(g.dtype(), "amp_unscale_ (cpu)", [&]<typename T>() {
@@ -233,7 +265,7 @@ void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, con
         for (int64_t i = begin; i < end; ++i) {
           const M v = static_cast<M>(x[i]);
           bad |= !std::isfinite(v);
-          x[i] = static_cast<T>(v * c);
+          if (write) x[i] = static_cast<T>(v * c);
         }
         if (bad) any.store(true, std::memory_order_relaxed);
       });

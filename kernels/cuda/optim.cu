@@ -50,9 +50,17 @@ struct TensorList {
   Aux aux[kMax];
   int32_t count;
 };
-static_assert(sizeof(TensorList<5, fn::AdamTensorScalars<double>>) <= kListBytes);
+// Adam's per-tensor aux: the bias corrections of a host step count, or the
+// step count on the device (fused Adam) from which the kernel computes them.
+template <typename M>
+struct AdamAux {
+  fn::AdamTensorScalars<M> scalars;
+  const float* step;  // null: use scalars
+};
+
+static_assert(sizeof(TensorList<5, AdamAux<double>>) <= kListBytes);
 static_assert(sizeof(TensorList<1, NoAux>) <= kListBytes);
-static_assert(TensorList<5, fn::AdamTensorScalars<double>>::kMax >= 200);
+static_assert(TensorList<5, AdamAux<double>>::kMax >= 200);
 
 // This block's tensor: the last one whose chunks start at or before it.
 template <typename List>
@@ -132,6 +140,34 @@ __device__ __forceinline__ void block_elements(int64_t n, const F& f) {
   for (int64_t i = vectors * W + threadIdx.x; i < n; i += blockDim.x) f.template operator()<1>(i);
 }
 
+// The GradScaler's arguments of a fused step (kernels/optim.h): the flag
+// that skips it, and the scale its gradients still carry. Both read on the
+// device; the branches on them are uniform over the grid.
+struct AmpArgs {
+  const float* found_inf;   // null, or not 0: the step is skipped
+  const float* grad_scale;  // null, or the gradients are unscaled first
+
+  __device__ bool skipped() const { return found_inf != nullptr && *found_inf != 0.0f; }
+  // 1 / grad_scale rounded to float, as amp_unscale_'s inv_scale.
+  template <typename M>
+  __device__ M inverse() const {
+    return static_cast<M>(1.0f / *grad_scale);
+  }
+  // Unscales the W gradients of gv in place (rounded to T, as amp_unscale_
+  // stores them) and writes them back at g.
+  template <typename T, typename M, int W>
+  __device__ void unscale(Vector<T, W>& gv, T* g, M inv) const {
+#pragma unroll
+    for (int k = 0; k < W; ++k) gv.v[k] = store_as<T>(load_as<M>(gv.v[k]) * inv);
+    store_vector<W>(g, gv);
+  }
+};
+
+AmpArgs amp_args(const Tensor& found_inf, const Tensor& grad_scale) {
+  return {found_inf.defined() ? found_inf.data_ptr<float>() : nullptr,
+          grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr};
+}
+
 // ---- SGD: lists (param, grad[, momentum_buffer]); aux: the tensor's scalars
 // (a fresh buffer is zeroed and decays by 0 this step).
 template <typename T, fn::SgdMomentum kMomentum, bool kWeightDecay>
@@ -139,18 +175,21 @@ struct SgdBody {
   using M = opmath_t<T>;
   static constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   fn::SgdStep<M> f;
-  const float* found_inf;  // null, or the GradScaler's flag: not 0, the step is skipped
+  AmpArgs amp;
 
   template <typename List>
   __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
-    if (found_inf != nullptr && *found_inf != 0.0f) return;
+    if (amp.skipped()) return;
     T* p = static_cast<T*>(l.ptrs[0][t]) + begin;
-    const T* g = static_cast<const T*>(l.ptrs[1][t]) + begin;
+    T* g = static_cast<T*>(l.ptrs[1][t]) + begin;
     T* buf = kBuffer ? static_cast<T*>(l.ptrs[kBuffer ? 2 : 0][t]) + begin : nullptr;
     const fn::SgdTensorScalars<M> s = l.aux[t];
+    const bool unscale = amp.grad_scale != nullptr;
+    const M inv = unscale ? amp.inverse<M>() : M(1);
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> pv = load_vector<W>(p + i), gv = load_vector<W>(g + i), bv{};
       if constexpr (kBuffer) bv = load_vector<W>(buf + i);
+      if (unscale) amp.unscale<T, M, W>(gv, g + i, inv);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
         const M b = kBuffer ? load_as<M>(bv.v[k]) : M(0);
@@ -170,24 +209,33 @@ struct SgdBody {
 };
 
 // ---- Adam/AdamW: lists (param, grad, exp_avg, exp_avg_sq[, max_exp_avg_sq]);
-// aux: the step's per-tensor scalars.
+// aux: the step's per-tensor scalars, or its step count on the device
+// (already incremented by StepCountBody).
 template <typename T, fn::WeightDecay kWeightDecay, bool kAmsgrad>
 struct AdamBody {
   using M = opmath_t<T>;
   fn::AdamStep<M> f;
+  double lr, beta1, beta2;  // for the bias corrections of a device step count
+  AmpArgs amp;
 
   template <typename List>
   __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
+    if (amp.skipped()) return;
     T* p = static_cast<T*>(l.ptrs[0][t]) + begin;
-    const T* g = static_cast<const T*>(l.ptrs[1][t]) + begin;
+    T* g = static_cast<T*>(l.ptrs[1][t]) + begin;
     T* m = static_cast<T*>(l.ptrs[2][t]) + begin;
     T* v = static_cast<T*>(l.ptrs[3][t]) + begin;
     T* v_max = kAmsgrad ? static_cast<T*>(l.ptrs[kAmsgrad ? 4 : 0][t]) + begin : nullptr;
-    const fn::AdamTensorScalars<M> s = l.aux[t];
+    const AdamAux<M> aux = l.aux[t];
+    const fn::AdamTensorScalars<M> s =
+        aux.step != nullptr ? fn::AdamTensorScalars<M>::make(lr, beta1, beta2, *aux.step) : aux.scalars;
+    const bool unscale = amp.grad_scale != nullptr;
+    const M inv = unscale ? amp.inverse<M>() : M(1);
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> pv = load_vector<W>(p + i), gv = load_vector<W>(g + i), mv = load_vector<W>(m + i),
                    vv = load_vector<W>(v + i), xv{};
       if constexpr (kAmsgrad) xv = load_vector<W>(v_max + i);
+      if (unscale) amp.unscale<T, M, W>(gv, g + i, inv);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
         const M x = kAmsgrad ? load_as<M>(xv.v[k]) : M(0);
@@ -315,9 +363,9 @@ struct MulBody {
   }
 };
 
-// ---- the GradScaler's unscale and non-finite check: x *= inv_scale, and
-// found_inf = 1 where an element was not finite (every writer writes 1: no
-// atomic needed)
+// ---- the GradScaler's unscale and non-finite check: x *= inv_scale (unless
+// inv_scale is null: check only), and found_inf = 1 where an element was not
+// finite (every writer writes 1: no atomic needed)
 template <typename T>
 struct UnscaleBody {
   const float* inv_scale;
@@ -327,7 +375,8 @@ struct UnscaleBody {
   __device__ void operator()(const List& l, int t, int64_t begin, int64_t n) const {
     using M = opmath_t<T>;
     T* x = static_cast<T*>(l.ptrs[0][t]) + begin;
-    const M c = static_cast<M>(*inv_scale);
+    const bool write = inv_scale != nullptr;
+    const M c = write ? static_cast<M>(*inv_scale) : M(1);
     bool bad = false;
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> xv = load_vector<W>(x + i);
@@ -337,7 +386,7 @@ struct UnscaleBody {
         bad |= !fn::finite(v);
         xv.v[k] = store_as<T>(v * c);
       }
-      store_vector<W>(x + i, xv);
+      if (write) store_vector<W>(x + i, xv);
     };
     constexpr int W = kVecWidth<T>;
     if (aligned<W, T>(x))
@@ -345,6 +394,17 @@ struct UnscaleBody {
     else
       block_elements<1>(n, apply);
     if (bad) *found_inf = 1.0f;
+  }
+};
+
+// ---- fused Adam's step counts: each one-element count += 1, unless the step
+// is skipped; one block per count, before the update that reads them.
+struct StepCountBody {
+  AmpArgs amp;
+
+  template <typename List>
+  __device__ void operator()(const List& l, int t, int64_t, int64_t) const {
+    if (threadIdx.x == 0 && !amp.skipped()) *static_cast<float*>(l.ptrs[0][t]) += 1.0f;
   }
 };
 
@@ -362,9 +422,9 @@ int device_of(const std::vector<Tensor>& tensors) { return tensors[0].device().i
 
 void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const std::vector<Tensor>& momentum_buffers, const std::vector<uint8_t>& fresh, const fn::SgdHyper& h,
-              const Tensor& found_inf) {
+              const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
-  const float* skip = found_inf.defined() ? found_inf.data_ptr<float>() : nullptr;
+  const AmpArgs amp = amp_args(found_inf, grad_scale);
   const int device = device_of(params);
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(params[0]);
@@ -375,7 +435,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
     for (size_t i = 0; i < params.size(); ++i) scalars[i] = fn::SgdTensorScalars<M>::make(h, fresh[i] != 0);
     fn::visit_sgd(h, [&]<fn::SgdMomentum kMomentum, bool kWeightDecay>() {
       auto launch = [&](const auto& l, int64_t blocks) {
-        launch_list(l, blocks, SgdBody<T, kMomentum, kWeightDecay>{f, skip}, stream);
+        launch_list(l, blocks, SgdBody<T, kMomentum, kWeightDecay>{f, amp}, stream);
       };
       if constexpr (kMomentum != fn::SgdMomentum::None)
         for_each_list<3, fn::SgdTensorScalars<M>>({&params, &grads, &momentum_buffers}, scalars, launch);
@@ -387,25 +447,34 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
 
 void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
                const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
-               const std::vector<double>& steps, const fn::AdamHyper& h) {
+               const std::vector<double>& steps, const std::vector<Tensor>& device_steps, const fn::AdamHyper& h,
+               const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
   const int device = device_of(params);
   DeviceGuard guard(device);
   cudaStream_t stream = stream_of(params[0]);
+  const AmpArgs amp = amp_args(found_inf, grad_scale);
+  const bool on_device = !device_steps.empty();
+  if (on_device) {
+    std::vector<NoAux> none(device_steps.size());
+    for_each_list<1, NoAux>({&device_steps}, none,
+                            [&](const auto& l, int64_t blocks) { launch_list(l, blocks, StepCountBody{amp}, stream); });
+  }
   dispatch_floating(params[0].dtype(), "adam_step (cuda)", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::AdamStep<M>::make(h);
-    std::vector<fn::AdamTensorScalars<M>> scalars(params.size());
-    for (size_t i = 0; i < params.size(); ++i) scalars[i] = fn::AdamTensorScalars<M>::make(h, steps[i]);
+    std::vector<AdamAux<M>> aux(params.size());
+    for (size_t i = 0; i < params.size(); ++i)
+      aux[i] = on_device ? AdamAux<M>{{}, device_steps[i].data_ptr<float>()}
+                         : AdamAux<M>{fn::AdamTensorScalars<M>::make(h, steps[i]), nullptr};
     fn::visit_adam(h, [&]<fn::WeightDecay kWeightDecay, bool kAmsgrad>() {
       auto launch = [&](const auto& l, int64_t blocks) {
-        launch_list(l, blocks, AdamBody<T, kWeightDecay, kAmsgrad>{f}, stream);
+        launch_list(l, blocks, AdamBody<T, kWeightDecay, kAmsgrad>{f, h.lr, h.beta1, h.beta2, amp}, stream);
       };
       if constexpr (kAmsgrad)
-        for_each_list<5, fn::AdamTensorScalars<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs},
-                                                   scalars, launch);
+        for_each_list<5, AdamAux<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs}, aux, launch);
       else
-        for_each_list<4, fn::AdamTensorScalars<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs}, scalars, launch);
+        for_each_list<4, AdamAux<M>>({&params, &grads, &exp_avgs, &exp_avg_sqs}, aux, launch);
     });
   });
 }
@@ -458,7 +527,10 @@ void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, con
   dispatch_floating(grads[0].dtype(), "amp_unscale_ (cuda)", [&]<typename T>() {
     std::vector<NoAux> none(grads.size());
     for_each_list<1, NoAux>({&grads}, none, [&](const auto& l, int64_t blocks) {
-      launch_list(l, blocks, UnscaleBody<T>{inv_scale.data_ptr<float>(), found_inf.data_ptr<float>()}, stream);
+      launch_list(
+          l, blocks,
+          UnscaleBody<T>{inv_scale.defined() ? inv_scale.data_ptr<float>() : nullptr, found_inf.data_ptr<float>()},
+          stream);
     });
   });
 }

@@ -129,17 +129,26 @@ struct AdamStep {
 };
 
 // What differs between the parameters of a group: their step count (after
-// this step's increment), through the bias corrections.
+// this step's increment), through the bias corrections. Computed in double
+// on the host from a host step count, or in the kernel from a step count on
+// the device (fused Adam, optim/adam.h), by this same function.
 template <typename T>
 struct AdamTensorScalars {
   T neg_step_size;          // -lr / (1 - beta1^step)
   T bias_correction2_sqrt;  // sqrt(1 - beta2^step)
 
-  static AdamTensorScalars make(const AdamHyper& h, double step) {
-    const double bias_correction1 = 1 - std::pow(h.beta1, step);
-    const double bias_correction2 = 1 - std::pow(h.beta2, step);
-    return {static_cast<T>(-(h.lr / bias_correction1)), static_cast<T>(std::sqrt(bias_correction2))};
+  TANDEM_OPTIM_INLINE static AdamTensorScalars make(double lr, double beta1, double beta2, double step) {
+#if defined(__CUDA_ARCH__)
+    const double bias_correction1 = 1 - ::pow(beta1, step);
+    const double bias_correction2 = 1 - ::pow(beta2, step);
+    return {static_cast<T>(-(lr / bias_correction1)), static_cast<T>(::sqrt(bias_correction2))};
+#else
+    const double bias_correction1 = 1 - std::pow(beta1, step);
+    const double bias_correction2 = 1 - std::pow(beta2, step);
+    return {static_cast<T>(-(lr / bias_correction1)), static_cast<T>(std::sqrt(bias_correction2))};
+#endif
   }
+  static AdamTensorScalars make(const AdamHyper& h, double step) { return make(h.lr, h.beta1, h.beta2, step); }
 };
 
 // Adam in two stages, so that a CPU loop can take the square root of a

@@ -97,13 +97,22 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
   }
 }
 
-void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
-  const char* op = "amp_unscale_";
+namespace {
+
+// amp_unscale_ and amp_check_finite_: inv_scale undefined only checks.
+void unscale_or_check(const char* op, const std::vector<Tensor>& grads, const Tensor& found_inf,
+                      const Tensor& inv_scale) {
+  const bool write = inv_scale.defined();
   check_list(op, grads);
-  check_defined(op, {{"found_inf", found_inf}, {"inv_scale", inv_scale}});
-  check_same_device(op, {{"grads[0]", grads[0]}, {"found_inf", found_inf}, {"inv_scale", inv_scale}});
+  check_defined(op, {{"found_inf", found_inf}});
+  if (write) {
+    check_same_device(op, {{"grads[0]", grads[0]}, {"found_inf", found_inf}, {"inv_scale", inv_scale}});
+  } else {
+    check_same_device(op, {{"grads[0]", grads[0]}, {"found_inf", found_inf}});
+  }
   for (const auto& [name, t] :
        {std::pair<const char*, const Tensor&>{"found_inf", found_inf}, {"inv_scale", inv_scale}}) {
+    if (!t.defined()) continue;
     TANDEM_CHECK(t.numel() == 1 && t.dtype() == kFloat32 && t.is_contiguous(), ValueError, op, ": ", name,
                  " must be a one-element float32 tensor, but got shape ", shape_str(t.sizes()), " and dtype ",
                  t.dtype());
@@ -123,10 +132,22 @@ void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, con
     }
   }
   dispatch(found_inf.device(), cpu::amp_unscale_, cuda::amp_unscale_, dense, found_inf, inv_scale);
-  for (const Tensor& g : grads) g.storage()->bump_version();
   found_inf.storage()->bump_version();
+  if (!write) return;
+  for (const Tensor& g : grads) g.storage()->bump_version();
   NoGradGuard no_grad;
   for (auto& [g, c] : write_back) Tensor(g).copy_(c);
+}
+
+}  // namespace
+
+void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale) {
+  check_defined("amp_unscale_", {{"inv_scale", inv_scale}});
+  unscale_or_check("amp_unscale_", grads, found_inf, inv_scale);
+}
+
+void amp_check_finite_(const std::vector<Tensor>& grads, const Tensor& found_inf) {
+  unscale_or_check("amp_check_finite_", grads, found_inf, Tensor());
 }
 
 void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,

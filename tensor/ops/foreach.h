@@ -39,6 +39,10 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale);
 // any grad was inf or NaN (never cleared). grads: one device, one floating
 // dtype; inv_scale and found_inf: float32, one element, on that device.
 void amp_unscale_(const std::vector<Tensor>& grads, const Tensor& found_inf, const Tensor& inv_scale);
+// amp_unscale_'s check alone: found_inf set to 1 when any element of any
+// grad is inf or NaN; the grads are read, not written (before a fused
+// optimizer step that unscales them in its own kernel).
+void amp_check_finite_(const std::vector<Tensor>& grads, const Tensor& found_inf);
 // scale (float32), growth_tracker (int32), found_inf (float32): one element
 // each on one device; updated as GradScaler.update does (kernels/optim.h).
 void amp_update_scale_(const Tensor& scale, const Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,
