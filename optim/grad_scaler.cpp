@@ -41,9 +41,20 @@ Tensor GradScaler::scale(const Tensor& outputs) {
 }
 
 std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
+  if (!options_.enabled()) return outputs;
+  for (const Tensor& t : outputs)
+    TANDEM_CHECK(t.defined(), ValueError, "GradScaler.scale: outputs holds an undefined tensor");
+  if (!outputs.empty() && !scale_.defined()) make_scale(outputs[0].device());
+  // One copy of the scale per device of the outputs, for this call
+  // (PyTorch's _MultiDeviceReplicator): each copy waits for the devices.
+  std::vector<std::pair<Device, Tensor>> copies{{scale_.device(), scale_}};
   std::vector<Tensor> out;
   out.reserve(outputs.size());
-  for (const Tensor& t : outputs) out.push_back(scale(t));
+  for (const Tensor& t : outputs) {
+    auto it = std::find_if(copies.begin(), copies.end(), [&](const auto& c) { return c.first == t.device(); });
+    if (it == copies.end()) it = copies.insert(copies.end(), {t.device(), scale_.to(t.device())});
+    out.push_back(t * it->second);
+  }
   return out;
 }
 

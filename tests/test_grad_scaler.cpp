@@ -327,6 +327,29 @@ TEST_CASE("GradScaler: a whole step makes no host synchronisation with SGD, one 
   }
 }
 
+TEST_CASE("GradScaler: scale() of a list copies the scale once per device", "[amp][grad_scaler]") {
+  if (cuda::device_count() < 2 || cuda::detail::caching_disabled()) return;
+  const Device d0("cuda:0"), d1("cuda:1");
+  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(8));
+  scaler.scale(ones({}, TensorOptions().device(d0)));  // the scale lives on cuda:0
+  const Tensor x = full({2}, 3.0, TensorOptions().device(d1));
+  int64_t n = cuda::host_synchronizations(1);
+  scaler.scale(x);
+  const int64_t one_copy = cuda::host_synchronizations(1) - n;
+  REQUIRE(one_copy > 0);
+  n = cuda::host_synchronizations(1);
+  const std::vector<Tensor> out = scaler.scale({full({}, 2.0, TensorOptions().device(d0)), x, x * 2});
+  CHECK(cuda::host_synchronizations(1) - n == one_copy);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].item<double>() == 16);
+  CHECK(out[0].device() == d0);
+  test::check_values(out[1], {24, 24}, test::Tolerance{0, 0});
+  test::check_values(out[2], {48, 48}, test::Tolerance{0, 0});
+  CHECK(out[2].device() == d1);
+  CHECK_THROWS_WITH(scaler.scale(std::vector<Tensor>{x, Tensor()}),
+                    "GradScaler.scale: outputs holds an undefined tensor");
+}
+
 TEST_CASE("GradScaler: gradients on two devices, an inf on the other one skips the step", "[amp][grad_scaler]") {
   if (cuda::device_count() < 2) return;
   Tensor a = test::make({1, 2}, {2}, kFloat32, Device("cuda:0")).requires_grad_();
