@@ -1049,6 +1049,58 @@ DEVICE_TEST_CASE("large tensors take the parallel path and agree with a serial l
   check_equal(tsum, serial);
 }
 
+namespace {
+
+// The bytes of t, contiguous, on the cpu.
+std::string bits_of(const Tensor& t) {
+  const Tensor c = t.to(Device(kCPU)).contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
+}  // namespace
+
+DEVICE_TEST_CASE("16-bit runs, contiguous, broadcast or strided, across conversion blocks: float32 math rounded once",
+                 "[elementwise][half]") {
+  // 1000 elements: several of the CPU loop's 256-element conversion blocks
+  // and a partial one; special values among them (subnormals of either
+  // type, 0, -0, inf, nan, the largest finite values).
+  const int64_t n = 1000;
+  std::vector<double> av(n), bv(n);
+  for (int64_t k = 0; k < n; ++k) {
+    av[k] = std::sin(0.37 * static_cast<double>(k)) * std::pow(2.0, static_cast<double>(k % 41) - 20);
+    bv[k] = std::cos(0.11 * static_cast<double>(k)) * 3;
+  }
+  const double specials[] = {0.0, -0.0, kInf, -kInf, kNaN, 65504, -65504, 3e38, 6e-8, 1e-40, -2e-39, 1e-5};
+  for (size_t k = 0; k < std::size(specials); ++k) {
+    av[300 + 7 * k] = specials[k];
+    bv[520 + 5 * k] = specials[k];
+  }
+  for (Dtype dt : {kFloat16, kBFloat16}) {
+    INFO(dt);
+    const Tensor a = make(av, {n}, dt, device), b = make(bv, {n}, dt, device);
+    const Tensor s = full({}, -0.75, TensorOptions(dt).device(device));
+    const Tensor a32 = a.to(kFloat32), b32 = b.to(kFloat32), s32 = s.to(kFloat32);
+    CHECK(bits_of(a + b) == bits_of((a32 + b32).to(dt)));
+    CHECK(bits_of(a * s) == bits_of((a32 * s32).to(dt)));    // a broadcast 0-dim operand
+    CHECK(bits_of(s - a) == bits_of((s32 - a32).to(dt)));    // on the left
+    CHECK(bits_of(a.relu()) == bits_of(a32.relu().to(dt)));  // negatives to +0, nan and -0 kept
+    CHECK(bits_of(a.exp()) == bits_of(a32.exp().to(dt)));
+    CHECK(bits_of(a.gt(s)) == bits_of(a32.gt(s32)));
+    CHECK(bits_of(a.gt(0)) == bits_of(a32.gt(0)));
+    CHECK(bits_of(a.to(kFloat32)) == bits_of(a32));
+    CHECK(bits_of(b32.to(dt)) == bits_of(b));
+    // Strided: every other element, and a transposed (25, 40) view.
+    const Tensor as = a.slice(0, 0, std::nullopt, 2), bs = b.slice(0, 1, std::nullopt, 2);
+    CHECK(bits_of(as * bs) == bits_of((as.to(kFloat32) * bs.to(kFloat32)).to(dt)));
+    const Tensor at = a.reshape({40, 25}).t(), bt = b.reshape({40, 25}).t();
+    CHECK(bits_of(at - bt) == bits_of((at.to(kFloat32) - bt.to(kFloat32)).to(dt)));
+    // In place, self an operand.
+    Tensor c = a.clone();
+    c.mul_(b);
+    CHECK(bits_of(c) == bits_of((a32 * b32).to(dt)));
+  }
+}
+
 DEVICE_TEST_CASE("many dims of size 1 do not count against the dims limit", "[elementwise]") {
   Shape shape(20, 1);
   shape[3] = 2;

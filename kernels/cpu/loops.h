@@ -4,9 +4,11 @@
 // them), in parallel for large tensors.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/cpu/parallel.h"
@@ -59,11 +61,86 @@ void plan_for_each(const ElementwisePlan<N>& p, int64_t begin, int64_t end, cons
 }
 
 namespace detail {
+// o = r converted to T. A 16-bit float is stored through its bits member:
+// assigning the struct is an aggregate copy, which GCC does not vectorize.
+template <typename T, typename R>
+inline void store_as(T& o, R r) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    o.x = static_cast<T>(r).x;
+  else
+    o = static_cast<T>(r);
+}
+
+// Runs with a 16-bit operand may go by blocks of kConvertBlock elements: the
+// inputs converted into opmath buffers, the functor over those, the results
+// converted out; three loops that each vectorize. Two kinds of run take it:
+// - any with a Half operand: Half's conversions select among three cases
+//   (normal, subnormal, inf or nan), and fused with some functors (relu,
+//   which makes a constant of every negative input) GCC turns the selects
+//   back into branches and the single loop does not vectorize;
+// - a 16-bit one with a broadcast input (stride 0: x.gt(0), x * scale),
+//   which the element-by-element loop would convert once an element.
+// The values are the same as the single loop's.
+constexpr int64_t kConvertBlock = 256;
+
+// dst[0, m) = src's m elements in opmath, or src[0] m times (broadcast).
+template <typename T>
+inline void convert_block(opmath_t<T>* dst, const T* src, int64_t m, bool broadcast) {
+  if (broadcast) {
+    std::fill(dst, dst + m, static_cast<opmath_t<T>>(*src));
+    return;
+  }
+  TANDEM_SIMD
+  for (int64_t k = 0; k < m; ++k) dst[k] = static_cast<opmath_t<T>>(src[k]);
+}
+
+template <typename T>
+inline constexpr bool kIs16Bit = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// A functor's result kept in a block: a 16-bit float (fn::Cast's) as its
+// bits, since storing the struct is an aggregate copy.
+template <typename R>
+using Kept = std::conditional_t<kIs16Bit<R>, uint16_t, R>;
+template <typename R>
+inline Kept<R> keep(R r) {
+  if constexpr (kIs16Bit<R>)
+    return r.x;
+  else
+    return r;
+}
+template <typename R>
+inline R unkeep(Kept<R> k) {
+  if constexpr (kIs16Bit<R>)
+    return R::from_bits(k);
+  else
+    return k;
+}
+
 template <typename Out, typename... In, typename F, size_t... I>
-inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f, std::index_sequence<I...>) {
+inline void apply_blocks(char** ptrs, const int64_t* strides, int64_t n, const F& fn, std::index_sequence<I...>) {
+  using R = decltype(fn(std::declval<opmath_t<In>>()...));
+  Out* o = reinterpret_cast<Out*>(ptrs[0]);
+  const std::tuple<const In*...> in{reinterpret_cast<const In*>(ptrs[I + 1])...};
+  std::tuple<std::array<opmath_t<In>, kConvertBlock>...> buf;
+  std::array<Kept<R>, kConvertBlock> res;
+  for (int64_t b = 0; b < n; b += kConvertBlock) {
+    const int64_t m = std::min(kConvertBlock, n - b);
+    (convert_block(std::get<I>(buf).data(), std::get<I>(in) + (strides[I + 1] == 0 ? 0 : b), m, strides[I + 1] == 0),
+     ...);
+    TANDEM_SIMD
+    for (int64_t k = 0; k < m; ++k) res[k] = keep(fn(std::get<I>(buf)[k]...));
+    Out* ob = o + b;
+    TANDEM_SIMD
+    for (int64_t k = 0; k < m; ++k) store_as(ob[k], unkeep<R>(res[k]));
+  }
+}
+
+template <typename Out, typename... In, typename F, size_t... I>
+inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f, std::index_sequence<I...> seq) {
   const bool contiguous =
       strides[0] == static_cast<int64_t>(sizeof(Out)) && ((strides[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
-  if (contiguous) {
+  constexpr bool kHalf = std::is_same_v<Out, Half> || (std::is_same_v<In, Half> || ...);
+  if (contiguous && !kHalf) {
     // No overlap checks: an input is out's own view or does not overlap it.
     // The functor and the input pointers are copied to locals, since a store
     // through o might otherwise alias them and force a reload per element.
@@ -71,12 +148,19 @@ inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f
     const F fn = f;
     const std::tuple<const In*...> in{reinterpret_cast<const In*>(ptrs[I + 1])...};
     TANDEM_SIMD
-    for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Out>(fn(static_cast<opmath_t<In>>(std::get<I>(in)[k])...));
-  } else {
-    for (int64_t k = 0; k < n; ++k) {
-      *reinterpret_cast<Out*>(ptrs[0] + k * strides[0]) = static_cast<Out>(
-          f(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(ptrs[I + 1] + k * strides[I + 1]))...));
+    for (int64_t k = 0; k < n; ++k) store_as(o[k], fn(static_cast<opmath_t<In>>(std::get<I>(in)[k])...));
+    return;
+  }
+  if constexpr (kIs16Bit<Out> || (kIs16Bit<In> || ...)) {
+    if (strides[0] == static_cast<int64_t>(sizeof(Out)) &&
+        ((strides[I + 1] == static_cast<int64_t>(sizeof(In)) || strides[I + 1] == 0) && ...)) {
+      apply_blocks<Out, In...>(ptrs, strides, n, F(f), seq);
+      return;
     }
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    *reinterpret_cast<Out*>(ptrs[0] + k * strides[0]) = static_cast<Out>(
+        f(static_cast<opmath_t<In>>(*reinterpret_cast<const In*>(ptrs[I + 1] + k * strides[I + 1]))...));
   }
 }
 }  // namespace detail
