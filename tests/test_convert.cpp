@@ -459,3 +459,76 @@ DEVICE_TEST_CASE("origins of created, moved and computed tensors", "[convert][or
     CHECK(z.to(target, kInt64).origin().describe() == "moved by .to() at " + where_from(__LINE__));
   }
 }
+
+namespace {
+
+// The value of 16-bit pattern h with `mant` mantissa bits and exponent bias
+// `bias` (float16: 10, 15; bfloat16: 7, 127), decoded by the formula.
+double decoded(uint16_t h, int mant, int bias) {
+  const int exp_bits = 15 - mant;
+  const int e = (h >> mant) & ((1 << exp_bits) - 1);
+  const int m = h & ((1 << mant) - 1);
+  const double sign = (h & 0x8000) ? -1 : 1;
+  if (e == (1 << exp_bits) - 1) return m == 0 ? sign * kInf : kNaN;
+  if (e == 0) return sign * std::ldexp(m, 1 - bias - mant);
+  return sign * std::ldexp((1 << mant) + m, e - bias - mant);
+}
+
+// v rounded to the nearest value with `mant` mantissa bits and exponent
+// bias `bias`, ties to even, by arithmetic in double (exact for these sizes).
+double rounded_to(double v, int mant, int bias) {
+  if (std::isnan(v) || std::isinf(v) || v == 0) return v;
+  const int e = std::max(std::ilogb(v), 1 - bias);  // subnormals share the smallest exponent
+  const double ulp = std::ldexp(1.0, e - mant);
+  const double r = std::nearbyint(v / ulp) * ulp;  // the default rounding mode: to nearest even
+  const double largest = std::ldexp(2.0 - std::ldexp(1.0, -mant), bias);
+  return std::abs(r) > largest ? std::copysign(kInf, v) : r;
+}
+
+}  // namespace
+
+TEST_CASE("float16 and bfloat16 conversions: every 16-bit value, every tie and its neighbours, a grid of floats",
+          "[convert][half]") {
+  struct Kind {
+    const char* name;
+    int mant, bias;
+    uint16_t (*to16)(float);
+    float (*from16)(uint16_t);
+  } kinds[] = {{"float16", 10, 15, detail::float_to_half_bits, detail::half_bits_to_float},
+               {"bfloat16", 7, 127, detail::float_to_bfloat16_bits, detail::bfloat16_bits_to_float}};
+  for (const Kind& k : kinds) {
+    INFO(k.name);
+    int64_t bad = 0;
+    auto check = [&](float f) {
+      const uint16_t h = k.to16(f);
+      const double want = rounded_to(f, k.mant, k.bias), got = decoded(h, k.mant, k.bias);
+      const bool ok = std::isnan(want) ? std::isnan(got) : (got == want && std::signbit(got) == std::signbit(want));
+      if (!ok && bad++ < 5) FAIL_CHECK(f << " (bits " << std::hex << detail::float_bits(f) << ") gave " << h);
+    };
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const double v = decoded(static_cast<uint16_t>(h), k.mant, k.bias);
+      const float f = k.from16(static_cast<uint16_t>(h));
+      if (std::isnan(v) ? !std::isnan(f) : (static_cast<double>(f) != v || std::signbit(f) != std::signbit(v)))
+        if (bad++ < 5) FAIL_CHECK("decoding " << h << " gave " << f);
+      if (std::isnan(v)) {
+        CHECK(std::isnan(decoded(k.to16(f), k.mant, k.bias)));  // a nan stays a nan
+        continue;
+      }
+      check(f);
+      // The tie halfway to the next value up in magnitude, and the floats
+      // on either side of it.
+      const double next = decoded(static_cast<uint16_t>(h + 1), k.mant, k.bias);
+      if (!std::isinf(v) && !std::isnan(next) && !std::isinf(next) && std::signbit(next) == std::signbit(v)) {
+        const float tie = static_cast<float>((v + next) / 2);
+        REQUIRE(static_cast<double>(tie) == (v + next) / 2);
+        check(tie);
+        check(std::nextafter(tie, 0.0f));
+        check(std::nextafter(tie, std::copysign(std::numeric_limits<float>::infinity(), tie)));
+      }
+    }
+    // Every 4099th float bit pattern (a prime step: every exponent, both
+    // signs, nans and infinities).
+    for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) check(detail::bits_float(static_cast<uint32_t>(u)));
+    CHECK(bad == 0);
+  }
+}
