@@ -579,3 +579,37 @@ TEST_CASE("set_num_threads bounds Tandem's loops and OpenBLAS's GEMMs alike; 0 r
   REQUIRE_THROWS_WITH(set_num_threads(-1),
                       "set_num_threads: expected a thread count >= 0 (0 for the default), but got -1");
 }
+
+TEST_CASE("cpu float16/bfloat16 GEMM: the float32 GEMM of the same values, rounded once, for every operand layout",
+          "[linalg][half]") {
+  // The 16-bit operands are widened as they lie (row-major, column-major)
+  // or packed (any other strides) before one float32 GEMM: the result is
+  // float32's bit for bit, whatever the layout.
+  const Tensor a = make(wave(40 * 70, 1.0), {40, 70}, kFloat32), b = make(wave(70 * 30, 2.0), {70, 30}, kFloat32);
+  const Tensor bt = make(wave(30 * 70, 3.0), {30, 70}, kFloat32);  // used transposed: (70, 30) column-major
+  const Tensor wide = make(wave(80 * 140, 4.0), {80, 140}, kFloat32);
+  for (Dtype dt : {kFloat16, kBFloat16}) {
+    INFO(dt);
+    struct Case {
+      const char* name;
+      Tensor x, y;
+    } cases[] = {
+        {"row-major", a, b},
+        {"transposed second", a, bt.t()},
+        {"transposed first", b.t(), a.t()},
+        {"strided both", wide.slice(0, 0, std::nullopt, 2).slice(1, 0, std::nullopt, 2),
+         wide.slice(0, 1, 71).slice(1, 0, std::nullopt, 5)},
+    };
+    for (const Case& c : cases) {
+      INFO(c.name);
+      const Tensor x16 = c.x.to(dt), y16 = c.y.to(dt);
+      const Tensor got = x16.mm(y16), want = x16.to(kFloat32).mm(y16.to(kFloat32)).to(dt);
+      CHECK(got.dtype() == dt);
+      test::check_equal(got, want);
+      // As a batch: (2, M, K) @ (K, N) folds into one GEMM; (2, M, K) @ (2, K, N) runs two.
+      const Tensor xb = tandem::stack({x16, x16}), yb = tandem::stack({y16, y16});
+      test::check_equal(xb.matmul(y16), tandem::stack({want, want}));
+      test::check_equal(xb.matmul(yb), tandem::stack({want, want}));
+    }
+  }
+}

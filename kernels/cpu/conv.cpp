@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/linalg.h"
 #include "tandem/version.h"
@@ -216,7 +217,7 @@ const A* as_compute(const T* src, int64_t n, std::vector<A>& buf) {
     return src;
   } else {
     buf.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) buf[i] = static_cast<A>(src[i]);
+    convert_n(buf.data(), src, n);
     return buf.data();
   }
 }
@@ -290,7 +291,7 @@ void conv2d_typed(const Tensor& out, const Tensor& input, const Tensor& weight, 
             const A* src = dst + co * g.L;
             T* row = yg + co * g.L;
             TANDEM_SIMD
-            for (int64_t l = 0; l < g.L; ++l) row[l] = static_cast<T>(src[l] + shift);
+            for (int64_t l = 0; l < g.L; ++l) store_as(row[l], src[l] + shift);
           }
         }
       }
@@ -337,7 +338,7 @@ void backward_input_typed(const Tensor& grad_input, const Tensor& grad_out, cons
       }
       if constexpr (!std::is_same_v<T, A>) {
         T* dst = gx + n * item_in;
-        for (int64_t i = 0; i < item_in; ++i) dst[i] = static_cast<T>(gxn[i]);
+        convert_n(dst, gxn, item_in);
       }
     }
   });
@@ -381,7 +382,7 @@ void backward_weight_typed(const Tensor& grad_weight, const Tensor& grad_out, co
   for (int64_t i = 0; i < wsize; ++i) {
     A s = partial[0][i];
     for (int64_t t = 1; t < split.tasks; ++t) s += partial[t][i];
-    gw[i] = static_cast<T>(s);
+    store_as(gw[i], s);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 #include "tandem/version.h"
 
@@ -243,17 +244,35 @@ void gemm_floating(int64_t M, int64_t N, int64_t K, Mat<T> a, Mat<T> b, T* c, in
   gemm_blocked(M, N, K, a, b, c, ldc);
 }
 
+// A 16-bit operand (rows x cols) widened to float32 into buf. One that is
+// row-major or column-major (a transposed weight, W.t()) keeps its layout:
+// each stored row or column converts in one contiguous, vectorized pass, and
+// the GEMM reads the copy transposed where the operand was. Any other goes
+// through pack_rows, element by element.
+template <typename T>
+Mat<float> widen(int64_t rows, int64_t cols, Mat<T> m, std::vector<float>& buf) {
+  const bool row_major = (m.cs == 1 || cols <= 1) && (rows <= 1 || m.rs >= cols);
+  const bool col_major = !row_major && (m.rs == 1 || rows <= 1) && (cols <= 1 || m.cs >= rows);
+  if (!row_major && !col_major) return pack_rows<float>(rows, cols, m, buf);
+  buf.resize(static_cast<size_t>(rows * cols));
+  if (row_major) {
+    for (int64_t i = 0; i < rows; ++i) convert_n(buf.data() + i * cols, m.data + i * m.rs, cols);
+    return {buf.data(), std::max<int64_t>(cols, 1), 1};
+  }
+  for (int64_t j = 0; j < cols; ++j) convert_n(buf.data() + j * rows, m.data + j * m.cs, rows);
+  return {buf.data(), 1, std::max<int64_t>(rows, 1)};
+}
+
 // float16 / bfloat16: operands widened to float32, one float32 GEMM (so the
 // sums accumulate in float32), the result rounded to nearest even.
 template <typename T>
 void gemm_reduced(int64_t M, int64_t N, int64_t K, Mat<T> a, Mat<T> b, T* c, int64_t ldc, Scratch<float>& s) {
   if (M == 0 || N == 0) return;
-  Mat<float> af = pack_rows<float>(M, K, a, s.a), bf = pack_rows<float>(K, N, b, s.b);
+  Mat<float> af = widen(M, K, a, s.a), bf = widen(K, N, b, s.b);
   s.c.resize(static_cast<size_t>(M * N));
-  Scratch<float> unused;  // contiguous operands never need copying
+  Scratch<float> unused;  // the widened operands are laid out as BLAS reads them
   gemm_floating<float>(M, N, K, af, bf, s.c.data(), N, unused);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] = T(s.c[i * N + j]);
+  for (int64_t i = 0; i < M; ++i) convert_n(c + i * ldc, s.c.data() + i * N, N);
 }
 
 template <typename T>

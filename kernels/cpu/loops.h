@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/elementwise_plan.h"
 #include "tensor/core/shape.h"
@@ -61,15 +62,6 @@ void plan_for_each(const ElementwisePlan<N>& p, int64_t begin, int64_t end, cons
 }
 
 namespace detail {
-// o = r converted to T. A 16-bit float is stored through its bits member:
-// assigning the struct is an aggregate copy, which GCC does not vectorize.
-template <typename T, typename R>
-inline void store_as(T& o, R r) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    o.x = static_cast<T>(r).x;
-  else
-    o = static_cast<T>(r);
-}
 
 // Runs with a 16-bit operand may go by blocks of kConvertBlock elements: the
 // inputs converted into opmath buffers, the functor over those, the results
@@ -93,9 +85,6 @@ inline void convert_block(opmath_t<T>* dst, const T* src, int64_t m, bool broadc
   TANDEM_SIMD
   for (int64_t k = 0; k < m; ++k) dst[k] = static_cast<opmath_t<T>>(src[k]);
 }
-
-template <typename T>
-inline constexpr bool kIs16Bit = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // A functor's result kept in a block: a 16-bit float (fn::Cast's) as its
 // bits, since storing the struct is an aggregate copy.
