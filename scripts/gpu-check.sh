@@ -4,7 +4,7 @@
 # compute-sanitizer's memcheck and racecheck over the GPU-only tests (and
 # memcheck over the cuda:0 sections of test_conv, test_nn_norm,
 # test_optim and test_data_loader), runs the GPU benchmarks, then
-# bench_autograd, bench_nn, bench_norm, bench_optim and bench_data on cuda:0,
+# bench_autograd, bench_nn, bench_norm, bench_optim, bench_data and bench_amp on cuda:0,
 # each beside its torch peer
 # (bench/peer_*_torch.py --compare), and prints a summary table last.
 # Before the benchmarks it runs the main job: tandem train on cuda:0 (one
@@ -320,9 +320,9 @@ fi
 # Shares, in percent of the budget: each bench_gpu_* program wants 25; each
 # Tandem bench beside its torch peer (bench_pair) wants 2 for Tandem and 4 for
 # torch (its import and CUDA start take seconds) and is kept 3 by the steps
-# before it: 15 for the five pairs, 70 s at the default budget.
+# before it: 18 for the six pairs, 84 s at the default budget.
 pairs=(bench_autograd:peer_autograd_torch.py bench_nn:peer_nn_torch.py bench_norm:peer_norm_torch.py
-  bench_optim:peer_optim_torch.py bench_data:peer_data_torch.py)
+  bench_optim:peer_optim_torch.py bench_data:peer_data_torch.py bench_amp:peer_amp_torch.py)
 pairs_share=$((3 * ${#pairs[@]}))
 
 # ---------------------------------------------------------------- the main job
