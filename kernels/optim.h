@@ -11,9 +11,12 @@
 // the two updates two more arguments, each undefined or one float32 element
 // on the params' device, read there:
 //   found_inf   not 0: the step is skipped, nothing is written;
-//   grad_scale  the gradients are still multiplied by it: each is unscaled
-//               first (g * (1 / grad_scale), the reciprocal rounded to float
-//               as amp_unscale_'s inv_scale is) and written back unscaled.
+//   grad_scale  the gradients are still multiplied by it: the update takes
+//               g * (1 / grad_scale) in the opmath type (the reciprocal
+//               rounded to float, as amp_unscale_'s inv_scale is), and the
+//               gradient is written back unscaled, rounded to its dtype (as
+//               PyTorch's fused Adam: a 16-bit gradient loses nothing to the
+//               scale in the update).
 //
 // sgd_step: SGD on every tensor: params and momentum_buffers in place
 //   (fn::sgd_update). momentum_buffers is empty when h.momentum is 0; fresh[i] !=

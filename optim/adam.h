@@ -43,8 +43,9 @@ struct AdamOptions : public OptimizerCloneableOptions<AdamOptions> {
 
 // Adam's and AdamW's per-parameter state. step is a float32 scalar on the
 // cpu, as PyTorch's (not capturable) Adam keeps it, or on the parameter's
-// device with fused(true) (a count loaded onto the cpu moves there at the
-// next step, as PyTorch's fused Adam moves it when loading).
+// device with fused(true): load_state_dict puts it there, as PyTorch's fused
+// Adam does, and a count an unfused step made on the cpu moves there at the
+// next fused step.
 struct AdamParamState : public OptimizerParamState {
   TANDEM_ARG(Tensor, step);
   TANDEM_ARG(Tensor, exp_avg);
@@ -70,6 +71,7 @@ class AdamFamily : public Optimizer {
  public:
   // Every group fused(true).
   bool supports_amp_scaling() const override;
+  bool steps_on_device(const OptimizerOptions& options) const override { return fused(options); }
   void step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale = Tensor()) override;
 
  protected:

@@ -41,10 +41,10 @@ Tensor GradScaler::scale(const Tensor& outputs) {
 }
 
 std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
-  if (!options_.enabled()) return outputs;
+  if (!options_.enabled() || outputs.empty()) return outputs;
   for (const Tensor& t : outputs)
     TANDEM_CHECK(t.defined(), ValueError, "GradScaler.scale: outputs holds an undefined tensor");
-  if (!outputs.empty() && !scale_.defined()) make_scale(outputs[0].device());
+  if (!scale_.defined()) make_scale(outputs[0].device());
   // One copy of the scale per device of the outputs, for this call
   // (PyTorch's _MultiDeviceReplicator): each copy waits for the devices.
   std::vector<std::pair<Device, Tensor>> copies{{scale_.device(), scale_}};
@@ -122,35 +122,34 @@ Tensor GradScaler::step(optim::Optimizer& optimizer) {
   check_scale_made(scale_, "step");
   PerOptimizer& s = state_of(optimizer);
   TANDEM_CHECK(s.stage != Stage::Stepped, ValueError, "step() has already been called since the last update().");
-  const bool fused = optimizer.supports_amp_scaling();
-  // A fused step unscales the gradients in its own kernel: only the check
-  // runs here, reading them without writing.
-  const bool unscaled_here = s.stage == Stage::Ready;
-  if (unscaled_here) {
-    if (fused) {
-      s.found_inf = check_grads(optimizer, /*unscale=*/false);
-      // As unscale_ leaves it: a step that finds no gradient to check
-      // throws below and leaves the optimizer as PyTorch's does.
-      s.stage = Stage::Unscaled;
-    } else {
-      unscale_(optimizer);
+  const char* none_checked =
+      "No inf checks were recorded for this optimizer. (GradScaler.step: none of its parameters has a gradient; "
+      "call scaler.scale(loss).backward() first)";
+  if (optimizer.supports_amp_scaling()) {
+    // A fused step: the optimizer's kernels read the flag and the scale on
+    // the device, and nothing waits. Unless unscale_ ran, they also unscale
+    // the gradients, and the pass here only checks them. The scaler's state
+    // changes once the step has run: a step that throws (a parameter moved
+    // since its state was made) leaves the gradients scaled and the
+    // optimizer ready, so that the step can be taken again.
+    const bool scaled = s.stage == Stage::Ready;
+    std::vector<Tensor> found = scaled ? check_grads(optimizer, /*unscale=*/false) : s.found_inf;
+    if (found.empty()) {
+      s.stage = Stage::Unscaled;  // as unscale_ leaves it, as PyTorch's step does
+      TANDEM_CHECK(false, ValueError, none_checked);
     }
-  }
-  TANDEM_CHECK(!s.found_inf.empty(), ValueError,
-               "No inf checks were recorded for this optimizer. (GradScaler.step: none of its parameters has a "
-               "gradient; call scaler.scale(loss).backward() first)");
-  if (fused) {
-    // The optimizer's kernels read the flag and the scale on the device:
-    // nothing waits.
     Tensor combined;
-    for (const Tensor& f : s.found_inf) {
+    for (const Tensor& f : found) {
       const Tensor here = f.device() == scale_.device() ? f : f.to(scale_.device());
       combined = combined.defined() ? combined + here : here;
     }
-    optimizer.step_unless_found_inf(combined, unscaled_here ? scale_ : Tensor());
+    optimizer.step_unless_found_inf(combined, scaled ? scale_ : Tensor());
+    s.found_inf = std::move(found);
     s.stage = Stage::Stepped;
     return Tensor();
   }
+  if (s.stage == Stage::Ready) unscale_(optimizer);
+  TANDEM_CHECK(!s.found_inf.empty(), ValueError, none_checked);
   // The one wait of an unfused step: whether any device found an inf or NaN.
   double found = 0;
   for (const Tensor& f : s.found_inf) found += f.item<float>();

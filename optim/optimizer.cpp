@@ -218,6 +218,10 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
     extras.push_back(std::move(extra));
   }
   const auto ids = id_map(state_dict);
+  // Each parameter's group, for where its step count goes.
+  std::unordered_map<const TensorImpl*, size_t> group_of;
+  for (size_t g = 0; g < param_groups_.size(); ++g)
+    for (const Tensor& p : param_groups_[g].params()) group_of[p.impl()] = g;
   std::unordered_map<const TensorImpl*, std::unique_ptr<OptimizerParamState>> state;
   {
     NoGradGuard no_grad;
@@ -228,7 +232,9 @@ void Optimizer::load_state_dict(const OptimizerStateDict& state_dict) {
         const Tensor& value = item.second;
         Tensor copy;
         if (item.first == "step") {
-          copy = value.clone();
+          copy = steps_on_device(*options[group_of.at(param.impl())])
+                     ? value.to(param.device(), kFloat32, false, /*copy=*/true).reshape({})
+                     : value.clone();
         } else {
           // A copy (never the caller's tensor), contiguous, on the
           // parameter's device and, when floating, of its dtype.

@@ -175,6 +175,10 @@ class Optimizer {
   // step through the GradScaler's one read of the flag.
   virtual bool supports_amp_scaling() const { return false; }
   virtual void step_unless_found_inf(const Tensor& found_inf, const Tensor& grad_scale = Tensor());
+  // Whether a group with these options keeps its step counts on the
+  // parameters' devices (fused Adam): load_state_dict puts a saved count
+  // there, as PyTorch's fused Adam loads it; otherwise it stays as saved.
+  virtual bool steps_on_device(const OptimizerOptions&) const { return false; }
 
   void add_param_group(const OptimizerParamGroup& param_group);
   // Clears every parameter's gradient: undefined (set_to_none, the default
@@ -198,7 +202,8 @@ class Optimizer {
   // match (ValueError in PyTorch's words); each group takes the saved
   // options and extra values; each state tensor is copied onto its
   // parameter's device, floating ones also to its dtype ("step" stays as
-  // saved: PyTorch's _process_value_according_to_param_policy). It runs
+  // saved, or goes to the parameter's device as float32 where
+  // steps_on_device: PyTorch's _process_value_according_to_param_policy). It runs
   // check_state_dict first, so a state dict it refuses changes nothing.
   void load_state_dict(const OptimizerStateDict& state_dict);
   // Every check load_state_dict makes, with its errors, changing nothing

@@ -796,27 +796,37 @@ TEST_CASE("tandem train --amp: bfloat16 on the cpu, float16 with loss scaling on
 TEST_CASE("tandem train --amp reaches the float32 accuracy within 0.5 points: the MLP and the CNN",
           "[cli][amp][accuracy]") {
   if (!have_dataset()) return;
-  // A simulated GPU trains a few hundred examples a second under the
-  // sanitizers: the whole set five times would take most of an hour there.
+    // The whole training set five times would take most of an hour on a
+    // simulated GPU, and many minutes under the sanitizers.
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("skipped under AddressSanitizer: too slow for the whole training set (the cpu and emulated suites run it)");
+  return;
+#endif
   if (cuda::is_simulated()) {
     WARN("skipped on simulated devices: too slow for the whole training set (the emulated suite runs it on cuda)");
     return;
   }
   // The suite's device: the cpu (bfloat16) or cuda:0, emulated here or a GPU
-  // (float16 with loss scaling). Same seed and data; only the precision
-  // differs. The MLP on the whole set for 5 epochs; the CNN for 1 epoch on
-  // the first 10,000 examples (the whole set takes minutes on these cpus).
+  // (float16 with loss scaling). Same seed, data and thread count (1, so
+  // that a machine's result does not depend on its cores); only the
+  // precision differs. The MLP on the whole set for 5 epochs; the CNN for 1
+  // epoch on the first 10,000 examples (the whole set takes minutes on these
+  // cpus). Mixed precision must not lose more than 0.5 points; it may gain:
+  // the two runs part ways after the first rounding, and end within a few
+  // tenths of a point of each other either way.
   const std::string device = auto_device();
   struct Job {
     const char* name;
     Args flags;
-  } jobs[] = {{"mlp", {"--epochs", "5"}}, {"cnn", {"--model", "cnn", "--epochs", "1", "--train-examples", "10000"}}};
+    double floor;  // a trained model, not chance
+  } jobs[] = {{"mlp", {"--epochs", "5"}, 85},
+              {"cnn", {"--model", "cnn", "--epochs", "1", "--train-examples", "10000"}, 80}};
   TempDir dir;
   for (const Job& job : jobs) {
     double accuracy[2];
     for (int amp = 0; amp < 2; ++amp) {
       const std::string out = dir.file(std::string(job.name) + (amp ? "-amp" : "-fp32"));
-      Args args = cat({"train", "--device", device, "--out", out}, job.flags);
+      Args args = cat({"train", "--device", device, "--threads", "1", "--out", out}, job.flags);
       if (amp) args.push_back("--amp");
       Result r = run(args, long_run());
       INFO(r);
@@ -826,8 +836,8 @@ TEST_CASE("tandem train --amp reaches the float32 accuracy within 0.5 points: th
       accuracy[amp] = 100 * json::as_double(json::at(m.back(), "test_accuracy"));
     }
     INFO(job.name << " on " << device << ": float32 " << accuracy[0] << "%, --amp " << accuracy[1] << "%");
-    CHECK(std::abs(accuracy[1] - accuracy[0]) <= 0.5);
-    CHECK(accuracy[0] > (std::string(job.name) == "mlp" ? 85 : 80));  // a trained model, not chance
+    CHECK(accuracy[1] >= accuracy[0] - 0.5);
+    CHECK(accuracy[0] > job.floor);
   }
 }
 

@@ -126,19 +126,20 @@ inline void apply_blocks(char** ptrs, const int64_t* strides, int64_t n, const F
 
 template <typename Out, typename... In, typename F, size_t... I>
 inline void apply_run(char** ptrs, const int64_t* strides, int64_t n, const F& f, std::index_sequence<I...> seq) {
-  const bool contiguous =
-      strides[0] == static_cast<int64_t>(sizeof(Out)) && ((strides[I + 1] == static_cast<int64_t>(sizeof(In))) && ...);
-  constexpr bool kHalf = std::is_same_v<Out, Half> || (std::is_same_v<In, Half> || ...);
-  if (contiguous && !kHalf) {
-    // No overlap checks: an input is out's own view or does not overlap it.
-    // The functor and the input pointers are copied to locals, since a store
-    // through o might otherwise alias them and force a reload per element.
-    Out* o = reinterpret_cast<Out*>(ptrs[0]);
-    const F fn = f;
-    const std::tuple<const In*...> in{reinterpret_cast<const In*>(ptrs[I + 1])...};
-    TANDEM_SIMD
-    for (int64_t k = 0; k < n; ++k) store_as(o[k], fn(static_cast<opmath_t<In>>(std::get<I>(in)[k])...));
-    return;
+  // (Not compiled for a Half run, which always goes by blocks.)
+  if constexpr (!std::is_same_v<Out, Half> && !(std::is_same_v<In, Half> || ...)) {
+    if (strides[0] == static_cast<int64_t>(sizeof(Out)) &&
+        ((strides[I + 1] == static_cast<int64_t>(sizeof(In))) && ...)) {
+      // No overlap checks: an input is out's own view or does not overlap it.
+      // The functor and the input pointers are copied to locals, since a store
+      // through o might otherwise alias them and force a reload per element.
+      Out* o = reinterpret_cast<Out*>(ptrs[0]);
+      const F fn = f;
+      const std::tuple<const In*...> in{reinterpret_cast<const In*>(ptrs[I + 1])...};
+      TANDEM_SIMD
+      for (int64_t k = 0; k < n; ++k) store_as(o[k], fn(static_cast<opmath_t<In>>(std::get<I>(in)[k])...));
+      return;
+    }
   }
   if constexpr (kIs16Bit<Out> || (kIs16Bit<In> || ...)) {
     if (strides[0] == static_cast<int64_t>(sizeof(Out)) &&

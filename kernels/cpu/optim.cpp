@@ -27,9 +27,22 @@ T* data(const Tensor& t) {
   return static_cast<T*>(t.data_ptr());
 }
 
-// The fused step's unscale (kernels/optim.h): g[i] = g[i] * inv, rounded to
-// T as amp_unscale_ rounds it, over one thread's range just before the
-// update reads it back from the cache. inv: 1 / grad_scale, rounded to float.
+// The fused step's unscale (kernels/optim.h). The update reads g[i] * inv in
+// the opmath type (inv = 1 without a scale: the product is exact), and then,
+// with a scale, the gradient is stored unscaled, rounded to T as amp_unscale_
+// rounds it, by unscale_range over the range the update just read (still in
+// the cache). As PyTorch's fused Adam: a float16 gradient loses nothing to
+// the scale in the update.
+struct Unscale {
+  bool on;    // a grad_scale was given
+  float inv;  // 1 / grad_scale rounded to float, or 1
+};
+
+Unscale unscale_of(const Tensor& grad_scale) {
+  if (!grad_scale.defined()) return {false, 1.0f};
+  return {true, 1.0f / *static_cast<const float*>(grad_scale.data_ptr())};
+}
+
 template <typename T>
 void unscale_range(T* g, int64_t begin, int64_t end, float inv) {
   using M = opmath_t<T>;
@@ -38,30 +51,26 @@ void unscale_range(T* g, int64_t begin, int64_t end, float inv) {
   for (int64_t i = begin; i < end; ++i) g[i] = static_cast<T>(static_cast<M>(g[i]) * c);
 }
 
-// 1 / grad_scale, or 0 when there is no scale (nothing to unscale).
-float inverse_scale(const Tensor& grad_scale) {
-  return grad_scale.defined() ? 1.0f / *static_cast<const float*>(grad_scale.data_ptr()) : 0.0f;
-}
-
 template <typename T, fn::SgdMomentum kMomentum, bool kWeightDecay>
 void sgd_tensor(const Tensor& param, const Tensor& grad, const Tensor* buffer, const fn::SgdStep<opmath_t<T>>& step,
-                const fn::SgdTensorScalars<opmath_t<T>>& scalars, float inv_scale) {
+                const fn::SgdTensorScalars<opmath_t<T>>& scalars, Unscale unscale) {
   using M = opmath_t<T>;
   constexpr bool kBuffer = kMomentum != fn::SgdMomentum::None;
   T* p = data<T>(param);
   T* g = data<T>(grad);
   T* buf = kBuffer ? data<T>(*buffer) : nullptr;
   parallel_for(0, param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    if (inv_scale != 0.0f) unscale_range(g, begin, end, inv_scale);
     const auto f = step;
     const auto s = scalars;
+    const M c = static_cast<M>(unscale.inv);
     TANDEM_SIMD
     for (int64_t i = begin; i < end; ++i) {
       const M b = kBuffer ? static_cast<M>(buf[i]) : M(0);
-      const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, static_cast<M>(p[i]), static_cast<M>(g[i]), b);
+      const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, static_cast<M>(p[i]), static_cast<M>(g[i]) * c, b);
       p[i] = static_cast<T>(r.p);
       if constexpr (kBuffer) buf[i] = static_cast<T>(r.buffer);
     }
+    if (unscale.on) unscale_range(g, begin, end, unscale.inv);
   });
 }
 
@@ -89,7 +98,7 @@ constexpr int64_t kAdamBlock = 256;
 template <typename T, fn::WeightDecay kWeightDecay, bool kAmsgrad>
 void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor* max_exp_avg_sq, const fn::AdamStep<opmath_t<T>>& step,
-                 const fn::AdamTensorScalars<opmath_t<T>>& scalars, float inv_scale) {
+                 const fn::AdamTensorScalars<opmath_t<T>>& scalars, Unscale unscale) {
   using M = opmath_t<T>;
   T* p = data<T>(param);
   T* g = data<T>(grad);
@@ -99,16 +108,16 @@ void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   parallel_for(0, param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const auto f = step;
     const auto s = scalars;
+    const M c = static_cast<M>(unscale.inv);
     alignas(64) M p_new[kAdamBlock], m_new[kAdamBlock], root[kAdamBlock];
     for (int64_t b = begin; b < end; b += kAdamBlock) {
       const int64_t n = std::min(kAdamBlock, end - b);
-      if (inv_scale != 0.0f) unscale_range(g, b, b + n, inv_scale);
       T *pb = p + b, *mb = m + b, *vb = v + b, *xb = kAmsgrad ? v_max + b : nullptr;
       const T* gb = g + b;
       TANDEM_SIMD
       for (int64_t i = 0; i < n; ++i) {
         const M x = kAmsgrad ? static_cast<M>(xb[i]) : M(0);
-        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, static_cast<M>(pb[i]), static_cast<M>(gb[i]),
+        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, static_cast<M>(pb[i]), static_cast<M>(gb[i]) * c,
                                                                 static_cast<M>(mb[i]), static_cast<M>(vb[i]), x);
         mb[i] = static_cast<T>(r.m);
         vb[i] = static_cast<T>(r.v);
@@ -120,6 +129,7 @@ void adam_tensor(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
       sqrt_in_place(root, n);
       TANDEM_SIMD
       for (int64_t i = 0; i < n; ++i) pb[i] = static_cast<T>(fn::adam_apply(f, s, p_new[i], m_new[i], root[i]));
+      if (unscale.on) unscale_range(g, b, b + n, unscale.inv);
     }
   });
 }
@@ -181,7 +191,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
               const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
   if (found_inf.defined() && *data<float>(found_inf) != 0.0f) return;
-  const float inv = inverse_scale(grad_scale);
+  const Unscale unscale = unscale_of(grad_scale);
   dispatch_floating(params[0].dtype(), "sgd_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::SgdStep<M>::make(h);
@@ -189,7 +199,7 @@ void sgd_step(const std::vector<Tensor>& params, const std::vector<Tensor>& grad
       for (size_t i = 0; i < params.size(); ++i) {
         const bool has_buffer = kMomentum != fn::SgdMomentum::None;
         sgd_tensor<T, kMomentum, kWeightDecay>(params[i], grads[i], has_buffer ? &momentum_buffers[i] : nullptr, f,
-                                               fn::SgdTensorScalars<M>::make(h, fresh[i] != 0), inv);
+                                               fn::SgdTensorScalars<M>::make(h, fresh[i] != 0), unscale);
       }
     });
   });
@@ -201,7 +211,7 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
                const Tensor& found_inf, const Tensor& grad_scale) {
   if (params.empty()) return;
   if (found_inf.defined() && *data<float>(found_inf) != 0.0f) return;
-  const float inv = inverse_scale(grad_scale);
+  const Unscale unscale = unscale_of(grad_scale);
   dispatch_floating(params[0].dtype(), "adam_step", [&]<typename T>() {
     using M = opmath_t<T>;
     const auto f = fn::AdamStep<M>::make(h);
@@ -217,7 +227,7 @@ void adam_step(const std::vector<Tensor>& params, const std::vector<Tensor>& gra
         }
         adam_tensor<T, kWeightDecay, kAmsgrad>(params[i], grads[i], exp_avgs[i], exp_avg_sqs[i],
                                                kAmsgrad ? &max_exp_avg_sqs[i] : nullptr, f,
-                                               fn::AdamTensorScalars<M>::make(h, step), inv);
+                                               fn::AdamTensorScalars<M>::make(h, step), unscale);
       }
     });
   });

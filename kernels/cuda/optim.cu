@@ -148,18 +148,13 @@ struct AmpArgs {
   const float* grad_scale;  // null, or the gradients are unscaled first
 
   __device__ bool skipped() const { return found_inf != nullptr && *found_inf != 0.0f; }
-  // 1 / grad_scale rounded to float, as amp_unscale_'s inv_scale.
+  // 1 / grad_scale rounded to float, as amp_unscale_'s inv_scale; 1 without
+  // a scale (a product by 1 is exact). The update takes the unscaled
+  // gradient in the opmath type and the gradient is stored rounded, as
+  // PyTorch's fused Adam: a float16 gradient loses nothing to the scale.
   template <typename M>
   __device__ M inverse() const {
-    return static_cast<M>(1.0f / *grad_scale);
-  }
-  // Unscales the W gradients of gv in place (rounded to T, as amp_unscale_
-  // stores them) and writes them back at g.
-  template <typename T, typename M, int W>
-  __device__ void unscale(Vector<T, W>& gv, T* g, M inv) const {
-#pragma unroll
-    for (int k = 0; k < W; ++k) gv.v[k] = store_as<T>(load_as<M>(gv.v[k]) * inv);
-    store_vector<W>(g, gv);
+    return grad_scale != nullptr ? static_cast<M>(1.0f / *grad_scale) : M(1);
   }
 };
 
@@ -185,19 +180,21 @@ struct SgdBody {
     T* buf = kBuffer ? static_cast<T*>(l.ptrs[kBuffer ? 2 : 0][t]) + begin : nullptr;
     const fn::SgdTensorScalars<M> s = l.aux[t];
     const bool unscale = amp.grad_scale != nullptr;
-    const M inv = unscale ? amp.inverse<M>() : M(1);
+    const M inv = amp.inverse<M>();
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> pv = load_vector<W>(p + i), gv = load_vector<W>(g + i), bv{};
       if constexpr (kBuffer) bv = load_vector<W>(buf + i);
-      if (unscale) amp.unscale<T, M, W>(gv, g + i, inv);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
+        const M gk = load_as<M>(gv.v[k]) * inv;
+        if (unscale) gv.v[k] = store_as<T>(gk);
         const M b = kBuffer ? load_as<M>(bv.v[k]) : M(0);
-        const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, load_as<M>(pv.v[k]), load_as<M>(gv.v[k]), b);
+        const auto r = fn::sgd_update<kMomentum, kWeightDecay>(f, s, load_as<M>(pv.v[k]), gk, b);
         pv.v[k] = store_as<T>(r.p);
         if constexpr (kBuffer) bv.v[k] = store_as<T>(r.buffer);
       }
       store_vector<W>(p + i, pv);
+      if (unscale) store_vector<W>(g + i, gv);
       if constexpr (kBuffer) store_vector<W>(buf + i, bv);
     };
     constexpr int W = kVecWidth<T>;
@@ -230,23 +227,25 @@ struct AdamBody {
     const fn::AdamTensorScalars<M> s =
         aux.step != nullptr ? fn::AdamTensorScalars<M>::make(lr, beta1, beta2, *aux.step) : aux.scalars;
     const bool unscale = amp.grad_scale != nullptr;
-    const M inv = unscale ? amp.inverse<M>() : M(1);
+    const M inv = amp.inverse<M>();
     auto apply = [&]<int W>(int64_t i) {
       Vector<T, W> pv = load_vector<W>(p + i), gv = load_vector<W>(g + i), mv = load_vector<W>(m + i),
                    vv = load_vector<W>(v + i), xv{};
       if constexpr (kAmsgrad) xv = load_vector<W>(v_max + i);
-      if (unscale) amp.unscale<T, M, W>(gv, g + i, inv);
 #pragma unroll
       for (int k = 0; k < W; ++k) {
+        const M gk = load_as<M>(gv.v[k]) * inv;
+        if (unscale) gv.v[k] = store_as<T>(gk);
         const M x = kAmsgrad ? load_as<M>(xv.v[k]) : M(0);
-        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, load_as<M>(pv.v[k]), load_as<M>(gv.v[k]),
-                                                                load_as<M>(mv.v[k]), load_as<M>(vv.v[k]), x);
+        const auto r = fn::adam_moments<kWeightDecay, kAmsgrad>(f, load_as<M>(pv.v[k]), gk, load_as<M>(mv.v[k]),
+                                                                load_as<M>(vv.v[k]), x);
         pv.v[k] = store_as<T>(fn::adam_apply(f, s, r.p, r.m, std::sqrt(r.second)));
         mv.v[k] = store_as<T>(r.m);
         vv.v[k] = store_as<T>(r.v);
         if constexpr (kAmsgrad) xv.v[k] = store_as<T>(r.v_max);
       }
       store_vector<W>(p + i, pv);
+      if (unscale) store_vector<W>(g + i, gv);
       store_vector<W>(m + i, mv);
       store_vector<W>(v + i, vv);
       if constexpr (kAmsgrad) store_vector<W>(v_max + i, xv);
