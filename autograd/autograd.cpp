@@ -3,6 +3,7 @@
 #include "autograd/autograd.h"
 
 #include "autograd/engine.h"
+#include "autograd/hooks.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
 #include "tensor/ops/checks.h"
@@ -65,10 +66,19 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
     run_backward(roots, grads, options);
     return;
   }
+  // The inputs accumulate after the pass: their hooks' callbacks run here.
+  detail::CallbackScope callbacks;
   std::vector<Tensor> results = run_backward(roots, grads, options, input_edges("backward", inputs));
   AutoGradMode mode(create_graph);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (results[i].defined()) accumulate_grad(inputs[i].mutable_grad(), results[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!results[i].defined()) continue;
+    accumulate_grad(inputs[i].mutable_grad(), results[i]);
+    if (inputs[i].is_leaf()) {
+      Tensor leaf = inputs[i];
+      detail::run_post_accumulate_grad_hooks(leaf);
+    }
+  }
+  callbacks.run();
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

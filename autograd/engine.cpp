@@ -6,6 +6,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "autograd/hooks.h"
 #include "autograd/rules.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
@@ -148,6 +149,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
   for (auto& [n, d] : deps)
     if (d == 0) ready.push(n);
   AutoGradMode mode(options.create_graph);
+  detail::CallbackScope callbacks;  // autograd::queue_callback's, run once every node has
   // Backward ops run in the dtypes the forward's were run in (the saved
   // tensors' and the gradients'), not cast again: autocast is off here.
   autocast::detail::Excluded no_autocast;
@@ -177,8 +179,11 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
     }
     bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
     if (n->op == GradOp::AccumulateGrad) {
-      if (auto leaf = n->variable.lock(); leaf && capture.empty() && any)
-        accumulate_grad(Tensor(leaf).mutable_grad(), fit(std::move(grads[0]), *n, 0));
+      if (auto leaf = n->variable.lock(); leaf && capture.empty() && any) {
+        Tensor t(leaf);
+        accumulate_grad(t.mutable_grad(), fit(std::move(grads[0]), *n, 0));
+        detail::run_post_accumulate_grad_hooks(t);
+      }
       continue;
     }
     if (!capture.empty() && !needed[n]) {
@@ -200,6 +205,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
     }
     release_children();
   }
+  callbacks.run();
   return results;
 }
 

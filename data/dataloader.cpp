@@ -10,7 +10,6 @@
 #include <exception>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <string_view>
 #include <thread>
 #include <tuple>
@@ -37,7 +36,8 @@ struct LoaderConfig {
   std::shared_ptr<Dataset> dataset;
   DataLoaderOptions options;
   std::optional<Device> device;  // resolved
-  size_t num_examples = 0;
+  size_t num_examples = 0;       // positions in an epoch: the sampler's size(), else the dataset's
+  size_t dataset_size = 0;
   size_t num_batches = 0;
   size_t window = 0;  // batches built ahead of the consumer, all workers together
   uint64_t seed = 0;
@@ -64,22 +64,6 @@ struct Epoch {
   std::map<size_t, Slot> done;
   std::atomic<bool> cancelled{false};
 };
-
-// The order of an epoch: 0..N-1, or a Fisher-Yates shuffle whose draws are
-// Philox counters under a key mixed from (seed, epoch), so it depends on
-// nothing else.
-std::vector<size_t> epoch_order(size_t n, bool shuffle, uint64_t seed, uint64_t epoch) {
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  if (!shuffle) return order;
-  uint64_t key = detail::mix_seed(seed, epoch, ~uint64_t{0});
-  for (size_t i = n; i > 1; --i) {
-    Philox4x32 r = philox(i - 1, 0, key);
-    auto j = static_cast<size_t>(randint_from_u64(philox_u64(r.w[0], r.w[1]), 0, i));
-    std::swap(order[i - 1], order[j]);
-  }
-  return order;
-}
 
 // The error a loader thread hands on: the original's type, with where it happened.
 std::exception_ptr worker_error(const std::exception_ptr& original, bool in_get, size_t index, size_t k, uint64_t epoch,
@@ -199,6 +183,22 @@ Slot build_batch(const LoaderConfig& impl, const Epoch& ep, size_t k, int64_t wo
     return {{}, worker_error(std::current_exception(), in_get, index, k, ep.number, worker_id), {}};
   }
   return slot;
+}
+
+// The sampler's indices for epoch `epoch`, checked against what the loader
+// planned when it was made: their number, and that each is an example.
+std::vector<size_t> sampler_order(const LoaderConfig& cfg, uint64_t epoch) {
+  Sampler& sampler = *cfg.options.sampler();
+  std::vector<size_t> order = sampler.indices();
+  TANDEM_CHECK(order.size() == cfg.num_examples, ValueError, "DataLoader: ", sampler.name(), " gave ", order.size(),
+               " indices for epoch ", epoch, ", but its size() was ", cfg.num_examples,
+               " when the loader was made and planned its batches; a sampler must give size() indices every epoch");
+  for (size_t p = 0; p < order.size(); ++p) {
+    TANDEM_CHECK(order[p] < cfg.dataset_size, IndexError, "DataLoader: ", sampler.name(), " gave index ", order[p],
+                 " (position ", p, " of epoch ", epoch, "), but ", cfg.dataset->name(), " has ", cfg.dataset_size,
+                 " examples. Was the sampler made for another dataset?");
+  }
+  return order;
 }
 
 // ---- worker threads
@@ -443,6 +443,9 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   TANDEM_CHECK(o.num_workers() > 0 || o.timeout() == 0, ValueError,
                "DataLoader: the timeout bounds the wait for a worker's batch; with num_workers=0 there are no "
                "workers to wait for. Set num_workers > 0, or leave the timeout at 0");
+  TANDEM_CHECK(!(o.sampler() && o.shuffle()), ValueError,
+               "DataLoader: sampler option is mutually exclusive with shuffle. The sampler gives each epoch's order: "
+               "shuffle in the sampler (DistributedSampler shuffles by default) and leave the loader's shuffle off");
   std::optional<size_t> n = dataset->size();
   TANDEM_CHECK(n.has_value(), ValueError, "DataLoader: ", dataset->name(),
                " does not know its size (size() returned nullopt); a DataLoader needs it to plan its batches");
@@ -450,8 +453,9 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   auto cfg = std::make_shared<LoaderConfig>();
   if (o.device()) cfg->device = resolve_device(*o.device(), "DataLoader");
   auto bs = static_cast<size_t>(o.batch_size());
-  cfg->num_examples = *n;
-  cfg->num_batches = o.drop_last() ? *n / bs : (*n + bs - 1) / bs;
+  cfg->dataset_size = *n;
+  cfg->num_examples = o.sampler() ? o.sampler()->size() : *n;
+  cfg->num_batches = o.drop_last() ? cfg->num_examples / bs : (cfg->num_examples + bs - 1) / bs;
   cfg->window = static_cast<size_t>(o.num_workers() * o.prefetch_factor().value_or(2));
   if (o.seed()) {
     cfg->seed = *o.seed();
@@ -496,11 +500,16 @@ DataLoader::Iterator DataLoader::begin(size_t first_batch) {
   TANDEM_CHECK(!impl.epoch_active, Error,
                "DataLoader: attempted to start an epoch (begin()) while another iterator over this loader is not yet "
                "exhausted. Finish or destroy the first iteration before starting the next");
+  // Asked before anything changes, so a sampler that throws, or gives what
+  // the loader cannot use, leaves the loader as it was.
+  std::vector<size_t> order = cfg.options.sampler()
+                                  ? sampler_order(cfg, impl.epochs)
+                                  : detail::epoch_order(cfg.num_examples, cfg.options.shuffle(), cfg.seed, impl.epochs);
   auto run = std::make_unique<EpochRun>();
   run->impl = impl_;
   run->ep = std::make_shared<Epoch>();
   run->ep->number = impl.epochs++;
-  run->ep->order = epoch_order(cfg.num_examples, cfg.options.shuffle(), cfg.seed, run->ep->number);
+  run->ep->order = std::move(order);
   run->ep->next_fetch = run->ep->next_deliver = first_batch;
   impl.epoch_active = true;
   int64_t workers = cfg.options.num_workers();

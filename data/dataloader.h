@@ -7,7 +7,8 @@
 //   for (data::Example<>& batch : loader) { ... batch.data, batch.target: on cuda:0 ... }
 //
 // The batches of an epoch depend only on the seed, the epoch and the
-// dataset: never on num_workers, pin_memory or timing.
+// dataset (and the sampler's indices): never on num_workers, pin_memory or
+// timing.
 #pragma once
 
 #include <concepts>
@@ -18,6 +19,7 @@
 #include <source_location>
 
 #include "data/dataset.h"
+#include "data/distributed_sampler.h"
 #include "tensor/core/arg.h"
 #include "tensor/core/device.h"
 
@@ -30,6 +32,10 @@ struct DataLoaderOptions {
   TANDEM_ARG(int64_t, batch_size) = 1;
   // A new permutation of the examples each epoch, drawn from the seed and the epoch.
   TANDEM_ARG(bool, shuffle) = false;
+  // The order of each epoch instead: sampler->indices(), asked once at each
+  // begin() (mutually exclusive with shuffle, as in PyTorch). The loader does
+  // not call a DistributedSampler's set_epoch: call it before each epoch.
+  TANDEM_ARG(std::shared_ptr<Sampler>, sampler) = nullptr;
   TANDEM_ARG(bool, drop_last) = false;
   // Worker threads building batches; 0: the caller's thread builds each batch when asked.
   TANDEM_ARG(int64_t, num_workers) = 0;
@@ -107,13 +113,15 @@ class DataLoader {
   Iterator begin(size_t first_batch);
   std::default_sentinel_t end() const { return std::default_sentinel; }
 
-  // Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  // Batches per epoch: ceil(N / batch_size), or floor with drop_last; N is
+  // the sampler's size() with a sampler, else the dataset's.
   size_t size() const;
   // Epochs begun so far (the next begin() is epoch epochs()).
   uint64_t epochs() const;
   // Makes the next begin() epoch `epoch`, with that epoch's order and
   // augmentation: how a resumed run continues where it stopped (as PyTorch's
-  // DistributedSampler.set_epoch). Not while an epoch is running.
+  // DistributedSampler.set_epoch). Not while an epoch is running. With a
+  // sampler, the order is the sampler's: set its epoch too.
   void set_epoch(uint64_t epoch);
   uint64_t seed() const;
   const DataLoaderOptions& options() const;

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(g++ meson ninja-build pkg-config catch2 libopenblas-dev ccache zlib1g-dev python3 dataset-fashion-mnist
-  libcli11-dev nlohmann-json3-dev python3-matplotlib)
+  libcli11-dev nlohmann-json3-dev python3-matplotlib libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

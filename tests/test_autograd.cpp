@@ -400,3 +400,63 @@ DEVICE_TEST_CASE("memory: no_grad keeps nothing, and a training loop stays flat"
   for (size_t i = 1; i < allocated.size(); ++i) REQUIRE(allocated[i] == allocated[1]);
   REQUIRE(losses.back() < 0.9 * losses.front());
 }
+
+DEVICE_TEST_CASE("post-accumulate-grad hooks and end-of-pass callbacks", "[autograd][hooks]") {
+  Tensor w = test::leaf({1, 2, 3}, {3}, device);
+  Tensor v = test::leaf({4, 5, 6}, {3}, device);
+  std::vector<std::string> events;
+  auto hw = autograd::register_post_accumulate_grad_hook(w, [&](Tensor& leaf) {
+    // The gradient is already accumulated when the hook runs.
+    events.push_back("w " + std::to_string(leaf.grad().sum().item<double>()));
+    autograd::queue_callback([&] {
+      events.push_back("end");
+      autograd::queue_callback([&] { events.push_back("after end"); });
+    });
+  });
+  auto hv = autograd::register_post_accumulate_grad_hook(
+      v, [&](Tensor& leaf) { events.push_back("v " + std::to_string(leaf.grad().sum().item<double>())); });
+  // w is used twice: its hook still runs once, after both gradients are summed.
+  w.mul(v).add(w).sum().backward();
+  REQUIRE(events.size() == 4);
+  REQUIRE(events[2] == "end");
+  REQUIRE(events[3] == "after end");
+  REQUIRE(((events[0] == "w 18.000000" && events[1] == "v 6.000000") ||
+           (events[0] == "v 6.000000" && events[1] == "w 18.000000")));
+  // A second pass accumulates; the hook sees the sum.
+  events.clear();
+  w.mul(v).sum().backward();
+  REQUIRE(std::count(events.begin(), events.end(), "w 33.000000") == 1);
+  // backward(inputs) runs the hooks of the inputs only.
+  events.clear();
+  autograd::backward({w.mul(v).sum()}, {}, std::nullopt, false, {v});
+  REQUIRE(events == std::vector<std::string>{"v 18.000000"});
+  // autograd::grad accumulates nothing and runs no hook.
+  events.clear();
+  autograd::grad({w.mul(v).sum()}, {w, v});
+  REQUIRE(events.empty());
+  hw.remove();
+  hw.remove();  // twice: nothing
+  hv.remove();
+  w.mul(v).sum().backward();
+  REQUIRE(events.empty());
+}
+
+TEST_CASE("hook and callback errors", "[autograd][hooks]") {
+  Tensor w = test::leaf({1, 2}, {2}, Device(kCPU));
+  REQUIRE_THROWS_MATCHES(autograd::register_post_accumulate_grad_hook(w.mul(2), [](Tensor&) {}), ValueError,
+                         Catch::Message("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be "
+                                        "registered on non-leaf tensors (this one was computed by MulBackward0); "
+                                        "register it on the leaf it came from"));
+  REQUIRE_THROWS_MATCHES(autograd::register_post_accumulate_grad_hook(zeros({2}), [](Tensor&) {}), ValueError,
+                         Catch::Message("register_post_accumulate_grad_hook: cannot register a hook on a tensor that "
+                                        "doesn't require gradient; call requires_grad_() first"));
+  REQUIRE_THROWS_MATCHES(autograd::queue_callback([] {}), ValueError,
+                         Catch::Message("autograd::queue_callback: no backward pass is running on this thread; queue "
+                                        "callbacks from a hook that a pass calls"));
+  // A hook's exception leaves the pass, and the next pass works.
+  auto h = autograd::register_post_accumulate_grad_hook(w, [](Tensor&) { throw ValueError("from the hook"); });
+  REQUIRE_THROWS_MATCHES(w.sum().backward(), ValueError, Catch::Message("from the hook"));
+  h.remove();
+  w.sum().backward();
+  test::check_values(w.grad(), {2, 2});
+}

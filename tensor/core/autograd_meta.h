@@ -7,6 +7,7 @@
 
 #include <any>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -193,6 +194,10 @@ struct AutogradMeta {
   // Bumped whenever an in-place op gives this tensor (a view's base) a new
   // grad_fn; views compare it with TensorImpl::view_base_history.
   uint64_t history = 0;
+  // Leaves: called by the engine after a pass accumulated into .grad(), with
+  // the leaf (PyTorch's register_post_accumulate_grad_hook), in the order
+  // registered; keyed by the handle that removes them (autograd/hooks.h).
+  std::vector<std::pair<uint64_t, std::function<void(Tensor&)>>> post_accumulate_grad_hooks;
 };
 
 }  // namespace tandem::autograd

@@ -47,6 +47,12 @@ class KeyError : public Error {
 class SerializationError : public Error {
   using Error::Error;
 };
+// A collective or a rendezvous that failed between processes: a peer that
+// died, stalled or never came, a store that timed out, a mismatch between
+// ranks (tandem::distributed).
+class DistributedError : public Error {
+  using Error::Error;
+};
 class InternalError : public Error {
   using Error::Error;
 };
