@@ -88,7 +88,7 @@ std::vector<size_t> DistributedSampler::indices() {
   size_t total = total_size();
   if (total > order.size()) {
     // PyTorch's indices += (indices * ceil(padding / N))[:padding]: whole
-    // copies when the padding exceeds N (N = 2, R = 5 pads 0 1 0 1 0 1 0 1).
+    // copies when the padding exceeds N (N = 2, R = 5 pads 0 1 0 1 0).
     size_t n = order.size();
     order.reserve(total);
     for (size_t i = 0; order.size() < total; ++i) order.push_back(order[i % n]);

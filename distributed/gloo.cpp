@@ -14,6 +14,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -58,6 +60,16 @@ class GlooStore : public ::gloo::rendezvous::Store {
 // ---- reductions: Gloo calls fn(out, a, b, n) on chunks of the buffers.
 using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
+// The type integers are combined in: unsigned, where overflow wraps.
+template <typename T, bool = std::is_integral_v<T>>
+struct Wrapping {
+  using type = T;
+};
+template <typename T>
+struct Wrapping<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
 template <typename T, ReduceOp Op>
 void reduce_loop(void* out, const void* a, const void* b, size_t n) {
   // 16-bit floats are combined in float and rounded once per step.
@@ -68,10 +80,12 @@ void reduce_loop(void* out, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     Acc u = static_cast<Acc>(x[i]), v = static_cast<Acc>(y[i]);
     Acc r;
+    // Integers wrap, as torch's do: computed unsigned, where overflow is defined.
+    using Wide = typename Wrapping<Acc>::type;
     if constexpr (Op == ReduceOp::SUM || Op == ReduceOp::AVG) {
-      r = u + v;
+      r = static_cast<Acc>(static_cast<Wide>(u) + static_cast<Wide>(v));
     } else if constexpr (Op == ReduceOp::PRODUCT) {
-      r = u * v;
+      r = static_cast<Acc>(static_cast<Wide>(u) * static_cast<Wide>(v));
     } else if constexpr (Op == ReduceOp::MIN) {
       r = (u != u || u < v) ? u : v;  // NaN wins, as torch.minimum's
     } else {
@@ -149,30 +163,65 @@ void set_outputs(Options& opts, const std::vector<Tensor>& buffers) {
 
 // The host buffers a collective works in: the tensors themselves when they
 // are contiguous cpu tensors, else contiguous copies written back after.
+// Only the tensors the collective writes (its outputs: `first_written` on)
+// are written back and have their version bumped: an allgather's input may
+// be saved for backward.
 struct Buffers {
   std::vector<Tensor> targets;  // what the caller passed
   std::vector<Tensor> host;     // what Gloo reads and writes
-  explicit Buffers(const std::vector<Tensor>& tensors) : targets(tensors) {
+  size_t first_written;
+  Buffers(const std::vector<Tensor>& tensors, size_t first_written) : targets(tensors), first_written(first_written) {
     NoGradGuard no_grad;
     for (const Tensor& t : tensors) host.push_back(t.is_contiguous() ? t : t.contiguous());
   }
   // After the collective (the worker's thread, for cpu tensors).
   void write_back() {
     NoGradGuard no_grad;
-    for (size_t i = 0; i < targets.size(); ++i) {
+    for (size_t i = first_written; i < targets.size(); ++i) {
       if (host[i].impl() != targets[i].impl()) targets[i].copy_(host[i]);
       targets[i].storage()->bump_version();
     }
   }
 };
 
-std::string default_host() {
+// Gloo writes to its sockets with writev and never ignores SIGPIPE: a peer
+// that died would kill this process instead of failing the collective. Its
+// threads (the device's loop, our worker) run with SIGPIPE blocked, so the
+// write fails with EPIPE and Gloo throws; a SIGPIPE left pending on the
+// calling thread by the rendezvous is taken before its mask is restored.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~SigpipeBlocked() {
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    timespec zero{0, 0};
+    while (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1 && sigtimedwait(&set, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+bool is_loopback(const std::string& h) { return h == "localhost" || h.rfind("127.", 0) == 0 || h == "::1"; }
+
+std::string default_host(const Store& store) {
   if (const char* h = std::getenv("TANDEM_GLOO_HOSTNAME"); h && *h) return h;
-  // The master's address: reaching it over loopback means every rank is on
+  // The store's address: reaching it over loopback means every rank is on
   // this machine, and loopback is then the one address sure to work.
-  const char* master = std::getenv("MASTER_ADDR");
-  std::string m = master ? master : "";
-  if (m.empty() || m == "localhost" || m.rfind("127.", 0) == 0 || m == "::1") return "127.0.0.1";
+  const Store* s = &store;
+  while (auto* p = dynamic_cast<const PrefixStore*>(s)) s = p->underlying().get();
+  if (auto* tcp = dynamic_cast<const TCPStore*>(s); tcp && is_loopback(tcp->host())) return "127.0.0.1";
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "127.0.0.1";
   // PyTorch's rule too: the host name, if it resolves to an address this
@@ -200,8 +249,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface)
       attr.iface = iface;
     else
-      attr.hostname = default_host();
+      attr.hostname = default_host(*store_);
     try {
+      SigpipeBlocked no_sigpipe;
       device_ = ::gloo::transport::tcp::CreateDevice(attr);
       auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
       context->setTimeout(timeout);
@@ -218,7 +268,10 @@ class ProcessGroupGloo final : public ProcessGroup {
                    ". Did every rank start, with the same world size? Set GLOO_SOCKET_IFNAME to choose the "
                    "network interface");
     }
-    worker_ = std::thread([this] { loop(); });
+    {
+      SigpipeBlocked no_sigpipe;  // inherited by the worker
+      worker_ = std::thread([this] { loop(); });
+    }
   }
 
   ~ProcessGroupGloo() override {
@@ -313,24 +366,28 @@ class ProcessGroupGloo final : public ProcessGroup {
                  "allgather: the output list must hold one tensor "
                  "per rank (",
                  size_, "), got ", out.size());
-    std::vector<Tensor> all = out;
-    all.push_back(inputs[0]);
+    std::vector<Tensor> all{inputs[0]};  // the input first: only the list after it is written
+    all.insert(all.end(), out.begin(), out.end());
     detail::check_collective_tensors("allgather", all, true);
     std::string what = str_cat("allgather (", detail::describe_tensors(inputs), " from each rank)");
     // The gathered bytes land in one contiguous buffer, then in the list.
-    return run_staged(what, all, opts.timeout, [this](std::vector<Tensor>& host, uint32_t tag, Ms t) {
-      NoGradGuard no_grad;
-      Tensor& in = host.back();
-      Tensor gathered = empty({static_cast<int64_t>(size_) * in.numel()}, in.options());
-      ::gloo::AllgatherOptions o(context_);
-      o.setInput<uint8_t>(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
-      o.setOutput<uint8_t>(static_cast<uint8_t*>(gathered.data_ptr()), gathered.nbytes());
-      o.setTag(tag);
-      o.setTimeout(t);
-      ::gloo::allgather(o);
-      for (int r = 0; r < size_; ++r)
-        host[static_cast<size_t>(r)].reshape({-1}).copy_(gathered.slice(0, r * in.numel(), (r + 1) * in.numel()));
-    });
+    return run_staged(
+        what, all, opts.timeout,
+        [this](std::vector<Tensor>& host, uint32_t tag, Ms t) {
+          NoGradGuard no_grad;
+          Tensor& in = host.front();
+          Tensor gathered = empty({static_cast<int64_t>(size_) * in.numel()}, in.options());
+          ::gloo::AllgatherOptions o(context_);
+          o.setInput<uint8_t>(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
+          o.setOutput<uint8_t>(static_cast<uint8_t*>(gathered.data_ptr()), gathered.nbytes());
+          o.setTag(tag);
+          o.setTimeout(t);
+          ::gloo::allgather(o);
+          for (int r = 0; r < size_; ++r)
+            host[static_cast<size_t>(r) + 1].reshape({-1}).copy_(
+                gathered.slice(0, r * in.numel(), (r + 1) * in.numel()));
+        },
+        /*first_written=*/1);
   }
 
   std::shared_ptr<Work> reduce_scatter(std::vector<Tensor>& outputs, std::vector<std::vector<Tensor>>& inputs,
@@ -352,23 +409,26 @@ class ProcessGroupGloo final : public ProcessGroup {
         str_cat("reduce_scatter (", reduce_op_name(op), ", ", detail::describe_tensors(outputs), " to each rank)");
     // Gloo 0.5's options-style API has no reduce-scatter: an allreduce of
     // the whole list, keeping this rank's part (PyTorch's Gloo does the same).
-    return run_staged(what, all, opts.timeout, [this, fn, op](std::vector<Tensor>& host, uint32_t tag, Ms t) {
-      NoGradGuard no_grad;
-      std::vector<Tensor> flat;
-      for (int r = 0; r < size_; ++r) flat.push_back(host[static_cast<size_t>(r)].reshape({-1}));
-      Tensor joined = cat(flat);
-      std::vector<Tensor> one{joined};
-      ::gloo::AllreduceOptions o(context_);
-      set_outputs(o, one);
-      o.setReduceFunction(fn);
-      o.setTag(tag);
-      o.setTimeout(t);
-      ::gloo::allreduce(o);
-      int64_t n = host.back().numel();
-      Tensor mine = joined.slice(0, rank_ * n, (rank_ + 1) * n);
-      if (op == ReduceOp::AVG) mine.div_(static_cast<double>(size_));
-      host.back().reshape({-1}).copy_(mine);
-    });
+    return run_staged(
+        what, all, opts.timeout,
+        [this, fn, op](std::vector<Tensor>& host, uint32_t tag, Ms t) {
+          NoGradGuard no_grad;
+          std::vector<Tensor> flat;
+          for (int r = 0; r < size_; ++r) flat.push_back(host[static_cast<size_t>(r)].reshape({-1}));
+          Tensor joined = cat(flat);
+          std::vector<Tensor> one{joined};
+          ::gloo::AllreduceOptions o(context_);
+          set_outputs(o, one);
+          o.setReduceFunction(fn);
+          o.setTag(tag);
+          o.setTimeout(t);
+          ::gloo::allreduce(o);
+          int64_t n = host.back().numel();
+          Tensor mine = joined.slice(0, rank_ * n, (rank_ + 1) * n);
+          if (op == ReduceOp::AVG) mine.div_(static_cast<double>(size_));
+          host.back().reshape({-1}).copy_(mine);
+        },
+        /*first_written=*/static_cast<size_t>(size_));
   }
 
   std::shared_ptr<Work> barrier(const BarrierOptions& opts) override {
@@ -399,19 +459,21 @@ class ProcessGroupGloo final : public ProcessGroup {
   // cpu tensors: queued, and written back by the worker. cuda tensors: copied
   // to host memory here, queued, waited for, and copied back here, on the
   // caller's streams (the Gloo build has no CUDA).
-  std::shared_ptr<Work> run_staged(const std::string& what, std::vector<Tensor>& tensors, Ms timeout, Body body) {
-    if (tensors.empty() || tensors[0].device().is_cpu()) return enqueue(what, tensors, timeout, std::move(body));
+  std::shared_ptr<Work> run_staged(const std::string& what, std::vector<Tensor>& tensors, Ms timeout, Body body,
+                                   size_t first_written = 0) {
+    if (tensors.empty() || tensors[0].device().is_cpu())
+      return enqueue(what, tensors, timeout, std::move(body), first_written);
     std::vector<Tensor> host;
     {
       NoGradGuard no_grad;
       for (const Tensor& t : tensors) host.push_back(t.to(Device(kCPU)).contiguous());
     }
-    std::shared_ptr<Work> staged = enqueue(what, host, timeout, std::move(body));
+    std::shared_ptr<Work> staged = enqueue(what, host, timeout, std::move(body), first_written);
     auto work = std::make_shared<Work>(staged->what(), tensors);
     try {
       staged->wait();
       NoGradGuard no_grad;
-      for (size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(host[i]);
+      for (size_t i = first_written; i < tensors.size(); ++i) tensors[i].copy_(host[i]);
       work->finish();
     } catch (...) {
       work->finish(std::current_exception());
@@ -419,8 +481,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     return work;
   }
 
-  std::shared_ptr<Work> enqueue(const std::string& what, const std::vector<Tensor>& tensors, Ms timeout, Body body) {
-    auto buffers = std::make_shared<Buffers>(tensors);
+  std::shared_ptr<Work> enqueue(const std::string& what, const std::vector<Tensor>& tensors, Ms timeout, Body body,
+                                size_t first_written = 0) {
+    auto buffers = std::make_shared<Buffers>(tensors, first_written);
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t seq = ++seq_;
     // "allreduce (SUM, ...)" -> "allreduce #7 (SUM, ...)"
@@ -446,6 +509,8 @@ class ProcessGroupGloo final : public ProcessGroup {
         error = failed_;
       } else {
         try {
+          // The bodies' ops (AVG's division, the copies) are not a graph's.
+          NoGradGuard no_grad;
           task.body(task.buffers->host, static_cast<uint32_t>(task.seq), task.timeout);
           task.buffers->write_back();
         } catch (const Error&) {

@@ -48,8 +48,7 @@ int from_env_or_option(int option, const char* what, std::initializer_list<const
     for (const char* n : names) list += (list.empty() ? "" : ", ") + std::string(n);
     TANDEM_CHECK(!required, ValueError, "Error initializing tandem::distributed using ", init_method,
                  " rendezvous: environment variable ", *names.begin(), " expected, but not set (looked for ", list,
-                 "; torchrun, `tandem train --nproc-per-node` and mpirun set them), or pass ", what,
-                 " in InitProcessGroupOptions");
+                 "; torchrun and mpirun set them), or pass ", what, " in InitProcessGroupOptions");
     return -1;
   }
   return parse_int(str_cat(found->first, " (the ", what, ")"), found->second, 0, 1 << 20);
@@ -158,6 +157,9 @@ void init_process_group(const std::string& backend, const InitProcessGroupOption
                "holds an earlier run's keys (a file:// folder is for one run: remove it or give each run a new one)");
   auto prefixed = std::make_shared<PrefixStore>("default_pg/" + backend, r.store);
   std::shared_ptr<ProcessGroup> group = make_gloo_group(prefixed, r.rank, r.world_size, options.timeout());
+  // Every rank has its connections before any returns: rank 0, which serves
+  // the store, may not go while another still reads addresses from it.
+  group->barrier()->wait();
   detail::set_default_group(std::move(group), r.store, backend);
 }
 

@@ -52,7 +52,7 @@ struct Launch {
 };
 
 // Starts the scenario on each rank and waits for all of them.
-std::vector<test::Result> run_world(const std::string& scenario, Launch launch = {}) {
+std::vector<test::Result> run_world_once(const std::string& scenario, Launch launch) {
   std::string port = std::to_string(free_port());
   if (launch.ranks.empty())
     for (int r = 0; r < launch.world; ++r) launch.ranks.push_back(r);
@@ -68,6 +68,16 @@ std::vector<test::Result> run_world(const std::string& scenario, Launch launch =
   std::vector<test::Result> results;
   for (auto& c : children) results.push_back(c->finish());
   return results;
+}
+
+// The same, again on a new port when another process took the one chosen
+// between free_port() and rank 0's listen (the suites run side by side).
+std::vector<test::Result> run_world(const std::string& scenario, Launch launch = {}) {
+  for (int attempt = 0;; ++attempt) {
+    std::vector<test::Result> results = run_world_once(scenario, launch);
+    bool taken = scenario != "same_master" && results[0].out.find("the port is in use") != std::string::npos;
+    if (!taken || attempt == 2) return results;
+  }
 }
 
 void require_all_passed(const std::vector<test::Result>& results) {
@@ -370,16 +380,32 @@ void scenario_unused() {
     nn::functional::cross_entropy(ddp(xs), ys).backward();
     test::check_close(model->used->weight.grad(), ref->used->weight.grad());
   }
-  // A forward whose pass never came.
+  // Two forwards before one backward (a GAN's discriminator, two views):
+  // the pass reduces once, as PyTorch's.
   {
     manual_seed(3);
     Net model;
     nn::parallel::DistributedDataParallel ddp(model);
     Tensor xf = xs;
-    (void)ddp(xf);
+    Tensor a = ddp(xf), b = ddp(xf.mul(2));
+    a.add(b).sum().backward();
+    manual_seed(3);
+    Net ref;
+    Tensor xa = x.to(kFloat32);
+    ref(xa).add(ref(xa.mul(2))).sum().div(n).backward();
+    test::check_close(model->fc1->weight.grad(), ref->fc1->weight.grad());
+    // A pass that throws after DDP's hooks began: the next forward says so.
+    auto boom =
+        autograd::register_post_accumulate_grad_hook(model->fc3->bias, [](Tensor&) { throw ValueError("boom"); });
+    REQUIRE_THROWS_MATCHES(ddp(xf).sum().backward(), ValueError, Catch::Message("boom"));
+    boom.remove();
     REQUIRE_THAT(message_of<DistributedError>([&] { (void)ddp(xf); }),
                  Catch::StartsWith("DistributedDataParallel: Expected to have finished reduction in the prior "
-                                   "iteration before starting a new one."));
+                                   "iteration before starting a new one. The last backward pass on rank ") &&
+                     Contains("stopped (it threw) before its gradients were averaged"));
+    model->zero_grad();
+    ddp(xf).sum().backward();  // and the one after works
+    REQUIRE(model->fc1->weight.grad().defined());
   }
   dist::destroy_process_group();
 }
@@ -429,10 +455,14 @@ void scenario_peer_exits() {
   auto start = std::chrono::steady_clock::now();
   std::string m = message_of<DistributedError>([&] { dist::all_reduce(t); });
   INFO(m);
-  REQUIRE_THAT(m, Contains("allreduce #2 (SUM, float32, 1000 elements) failed on rank 0 of 2 (gloo, timeout 3 s)"));
+  REQUIRE_THAT(m, Contains("allreduce #3 (SUM, float32, 1000 elements) failed on rank 0 of 2 (gloo, timeout 3 s)"));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(s < 4.0);
-  std::_Exit(0);  // the group's destructor would wait on a dead peer's socket
+  // Leaving the broken group returns at once.
+  start = std::chrono::steady_clock::now();
+  dist::destroy_process_group();
+  REQUIRE(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 2.0);
+  std::_Exit(0);
 }
 
 void scenario_peer_stalls() {
@@ -446,7 +476,7 @@ void scenario_peer_stalls() {
   auto start = std::chrono::steady_clock::now();
   std::string m = message_of<DistributedError>([&] { dist::all_reduce(t); });
   INFO(m);
-  REQUIRE_THAT(m, Contains("allreduce #1 (SUM, float32, 10 elements) failed on rank 0 of 2 (gloo, timeout 1.5 s)") &&
+  REQUIRE_THAT(m, Contains("allreduce #2 (SUM, float32, 10 elements) failed on rank 0 of 2 (gloo, timeout 1.5 s)") &&
                       Contains("Another rank exited, died, stalled, or called a different collective"));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   REQUIRE(s < 3.0);
@@ -483,9 +513,8 @@ void scenario_init_errors() {
   REQUIRE_THROWS_MATCHES(dist::init_process_group("gloo"), ValueError,
                          Catch::Message("Error initializing tandem::distributed using env:// rendezvous: environment "
                                         "variable WORLD_SIZE expected, but not set (looked for WORLD_SIZE, "
-                                        "OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS; torchrun, `tandem train "
-                                        "--nproc-per-node` and mpirun set them), or pass world_size in "
-                                        "InitProcessGroupOptions"));
+                                        "OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS; torchrun and mpirun set "
+                                        "them), or pass world_size in InitProcessGroupOptions"));
   REQUIRE_THROWS_MATCHES(dist::destroy_process_group(), ValueError,
                          Catch::Message("destroy_process_group: Default process group has not been initialized, "
                                         "please make sure to call init_process_group."));

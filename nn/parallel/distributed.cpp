@@ -249,7 +249,7 @@ Reducer::Reducer(const OrderedDict<std::string, Tensor>& named_parameters, std::
     if (item.value().requires_grad()) s.params.push_back(State::Param{item.key(), item.value()});
   // Buckets in reverse parameter order, one dtype and device each: the
   // first up to first_bucket_cap_mb, then bucket_cap_mb; a bucket closes
-  // once it reaches its cap (so one larger parameter makes a bucket alone).
+  // once the parameter added last brings it to its cap.
   TANDEM_CHECK(options.bucket_cap_mb() > 0 && options.first_bucket_cap_mb() > 0, ValueError,
                "DistributedDataParallel: bucket_cap_mb and first_bucket_cap_mb must be positive, got ",
                options.bucket_cap_mb(), " and ", options.first_bucket_cap_mb());
@@ -309,18 +309,36 @@ Reducer::~Reducer() {
 
 void Reducer::prepare_for_forward(bool sync) {
   State& s = *state_;
-  TANDEM_CHECK(!s.armed, DistributedError,
-               "DistributedDataParallel: Expected to have finished reduction in the prior iteration before starting "
-               "a new one. The last forward (in grad mode, outside no_sync()) was not followed by a backward pass "
-               "that reached its parameters: call backward() on its loss, run forwards that need no gradient under "
-               "a NoGradGuard, or, if some parameters were not used in producing the loss, construct "
-               "DistributedDataParallel with find_unused_parameters(true)");
-  // Buffers follow their parameters if the module moved since.
+  if (s.armed && s.callback_queued) {
+    // A hook ran but the end-of-pass callback did not: the pass threw. Its
+    // launched allreduces are let finish; the other ranks may be waiting in
+    // theirs for this rank's next buckets until their timeout.
+    s.armed = false;
+    for (State::Bucket& b : s.buckets) {
+      if (!b.work) continue;
+      try {
+        b.work->wait();
+      } catch (const std::exception&) {
+      }
+    }
+    TANDEM_CHECK(false, DistributedError,
+                 "DistributedDataParallel: Expected to have finished reduction in the prior iteration before "
+                 "starting a new one. The last backward pass on rank ",
+                 s.group->getRank(),
+                 " stopped (it threw) before its gradients were averaged, so they are this rank's alone and the "
+                 "other ranks may be waiting for its buckets; fix what made it throw, or stop every rank");
+  }
+  // A forward whose pass never came (or a second forward before one
+  // backward, as a GAN's discriminator runs twice) just arms again, as
+  // PyTorch's: nothing was launched yet.
+  // Buffers follow their parameters if the module moved or changed dtype
+  // since (offsets are in elements, so they still hold).
   for (State::Bucket& b : s.buckets) {
     const Tensor& first = s.params[b.params[0]].tensor;
-    if (b.buffer.device() != first.device())
-      b.buffer = zeros(b.buffer.sizes(), b.buffer.options().device(first.device()));
+    if (b.buffer.device() != first.device() || b.buffer.dtype() != first.dtype())
+      b.buffer = zeros(b.buffer.sizes(), TensorOptions().dtype(first.dtype()).device(first.device()));
   }
+  s.armed = false;
   if (sync && GradMode::is_enabled()) s.arm();
 }
 

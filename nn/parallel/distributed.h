@@ -41,7 +41,8 @@ struct DistributedDataParallelOptions {
   // that the first allreduce starts early in backward.
   TANDEM_ARG(double, first_bucket_cap_mb) = 1;
   // Parameters that get no gradient in a pass are allowed (their buckets
-  // count them as zeros); one used on no rank keeps its .grad() as it was.
+  // take their .grad() as it is, zeros when there is none); one used on no
+  // rank keeps its .grad() as it was.
   // Without it, a pass that leaves a parameter without a gradient throws,
   // naming it.
   TANDEM_ARG(bool, find_unused_parameters) = false;
@@ -59,11 +60,12 @@ class Reducer {
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
-  // Before a forward: checks the last armed pass finished its reduction,
-  // then arms the hooks for this one (when `sync` and grad mode is on).
+  // Before a forward: checks that the last pass that started reducing
+  // finished, then arms the hooks for this one (when `sync` and grad mode
+  // is on).
   void prepare_for_forward(bool sync);
-  // Parameter indices (into named_parameters' order) of each bucket, in the
-  // order they are reduced.
+  // Each bucket's parameters, in the order the buckets are reduced, as
+  // indices into the parameters that require grad (named_parameters' order).
   std::vector<std::vector<size_t>> bucket_indices() const;
 
   struct State;
