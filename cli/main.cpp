@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 #include "cli/eval.h"
 #include "cli/info.h"
 #include "cli/interrupt.h"
+#include "cli/launch.h"
+#include "cli/ranks.h"
 #include "cli/train.h"
 #include "tandem/version.h"
 #include "tensor/core/errors.h"
@@ -135,6 +138,16 @@ int main(int argc, char** argv) {
   train->add_option("--resume", t.resume, "Continue the run in DIR (or from a checkpoint file) where it stopped");
   train->add_flag("--amp", c.amp,
                   "Mixed precision: float16 with a GradScaler on cuda, bfloat16 on the cpu (docs/autocast.md)");
+  train
+      ->add_option("--nproc-per-node", t.nproc_per_node,
+                   "Start N local processes, one rank each (cuda:LOCAL_RANK, or the cpu), joined by DDP, as torchrun "
+                   "does; --batch-size stays the global batch")
+      ->check(whole_number(1));
+  train
+      ->add_option("--backend", t.backend,
+                   "The collective backend of a distributed run: auto (gloo), gloo, nccl or mpi")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl", "mpi"}))
+      ->capture_default_str();
   train->add_flag("--plot", t.plot, "Draw DIR/metrics.png at the end (needs --out and matplotlib)");
   train
       ->add_option("--progress-interval", t.progress_interval,
@@ -174,9 +187,18 @@ int main(int argc, char** argv) {
   }
 
   std::string command = "tandem " + app.get_subcommands()[0]->get_name();
+  // One rank of a distributed run says which it is.
+  if (const char* world = std::getenv("WORLD_SIZE"); world && std::atoi(world) > 1 && train->parsed())
+    if (const char* rank = std::getenv("RANK")) command += std::string(": rank ") + rank;
   try {
     if (info->parsed()) return run_info();
     if (eval->parsed()) return run_eval(e);
+    if (t.nproc_per_node > 1) {
+      // What every rank would refuse, said once (a resumed run's batch is its own).
+      if (t.resume.empty()) check_batch_split(t.config.batch_size, t.nproc_per_node);
+      check_device_flag(t.device, t.nproc_per_node);
+      return launch_ranks(argc, argv, t.nproc_per_node);
+    }
     install_interrupt_handler();
     if (pin_on || pin_off) t.pin_memory = pin_on;
     for (const char* flag : {"model", "epochs", "batch-size", "lr", "optimizer", "schedule", "seed", "data",

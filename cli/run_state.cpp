@@ -52,7 +52,8 @@ json::Value RunConfig::to_json() const {
           {"train_examples", train_examples},
           {"test_examples", test_examples},
           {"threads", threads},
-          {"amp", amp}};
+          {"amp", amp},
+          {"world_size", world_size}};
 }
 
 RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) {
@@ -70,6 +71,7 @@ RunConfig RunConfig::from_json(const json::Value& v, const std::string& source) 
     c.test_examples = json::as_int(json::at(v, "test_examples"));
     c.threads = v.contains("threads") ? json::as_int(json::at(v, "threads")) : 0;
     c.amp = v.contains("amp") ? json::as_bool(json::at(v, "amp")) : false;
+    c.world_size = v.contains("world_size") ? json::as_int(json::at(v, "world_size")) : 1;
     TANDEM_CHECK(c.model == "mlp" || c.model == "cnn", ValueError, "unknown model '", c.model, "'");
     TANDEM_CHECK(c.epochs > 0 && c.batch_size > 0, ValueError, "epochs and batch_size must be positive");
     return c;

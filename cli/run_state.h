@@ -38,6 +38,8 @@ struct RunConfig {
   // Mixed precision: autocast to float16 with a GradScaler on cuda, to
   // bfloat16 (no scaler: it has float32's range) on the cpu.
   bool amp = false;
+  // The ranks of a distributed run (1: one process); a resume needs as many.
+  int64_t world_size = 1;
 
   json::Value to_json() const;
   static RunConfig from_json(const json::Value& v, const std::string& source);

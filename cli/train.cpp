@@ -22,8 +22,12 @@
 #include "cli/interrupt.h"
 #include "cli/models.h"
 #include "cli/progress.h"
+#include "cli/ranks.h"
+#include "data/distributed_sampler.h"
+#include "distributed/process_group.h"
 #include "nn/checkpoint.h"
 #include "nn/functional/loss.h"
+#include "nn/parallel/distributed.h"
 #include "optim/adam.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
@@ -237,8 +241,14 @@ int run_train(TrainOptions o) {
   // ---- settings, then everything that can fail before any work
   if (o.plot && o.out.empty() && o.resume.empty())
     throw UsageError("--plot needs --out DIR: it draws DIR/metrics.jsonl");
+  // One rank of a distributed run when the environment says so
+  // (--nproc-per-node's launcher, torchrun or mpirun set it).
+  const Ranks ranks = Ranks::from_env(o.backend);
+  const bool writer = ranks.rank == 0;  // prints, writes metrics and checkpoints
+  if (!writer) std::freopen("/dev/null", "w", stdout);
   std::string device_why;
-  Device device = choose_device(o.device, &device_why);
+  Device device = choose_device(ranks.device_flag(o.device), &device_why);
+  if (ranks.on && device.is_cuda() && device_why.empty()) device_why = "cuda:LOCAL_RANK: one device per rank";
 
   std::optional<RunCheckpoint> resumed;
   std::string resumed_dir;  // the folder of the run resumed
@@ -249,6 +259,13 @@ int run_train(TrainOptions o) {
     if (resumed_dir.empty()) resumed_dir = ".";  // --resume checkpoint.safetensors, in its folder
     resumed = read_run(path, device);
     check_resume_flags(o, resumed->config, path);
+    if (resumed->config.world_size != ranks.world)
+      throw UsageError("the run in " + path + " had " + std::to_string(resumed->config.world_size) +
+                       " rank(s), this one " + std::to_string(ranks.world) + ": resume it with " +
+                       (resumed->config.world_size > 1
+                            ? "--nproc-per-node " + std::to_string(resumed->config.world_size)
+                            : std::string("one process")) +
+                       " (each rank's shard of the data and the sums depend on the world size)");
     o.config = resumed->config;
     if (o.out.empty()) o.out = resumed_dir;
   }
@@ -262,9 +279,14 @@ int run_train(TrainOptions o) {
   // must not hold a run of its own.
   std::error_code same_ec;
   bool into_resumed = resumed && fs::exists(o.out) && fs::equivalent(o.out, resumed_dir, same_ec);
-  if (!o.out.empty()) prepare_out_dir(o.out, into_resumed);
+  if (!o.out.empty() && writer) prepare_out_dir(o.out, into_resumed);
+  // Each rank takes an equal part of the global batch.
+  if (ranks.on) check_batch_split(c.batch_size, ranks.world);
+  const int64_t rank_batch = c.batch_size / ranks.world;
+  o.config.world_size = ranks.world;
 
-  int threads = o.threads > 0 ? o.threads : default_threads(c.model);
+  // Local ranks share the machine's cores.
+  int threads = o.threads > 0 ? o.threads : std::max(1, default_threads(c.model) / ranks.local_world);
   if (resumed && c.threads > 0 && o.threads == 0) threads = static_cast<int>(c.threads);
   const bool threads_differ = resumed && c.threads > 0 && threads != c.threads;
   o.config.threads = threads;
@@ -275,14 +297,30 @@ int run_train(TrainOptions o) {
   int64_t workers = o.workers >= 0 ? o.workers : (device.is_cuda() ? 2 : 0);
 
   Data d = load_data(c.data, c.train_examples, c.test_examples);
+  // Joined after everything that can fail alone; leaving is at the end.
+  struct Leave {
+    ~Leave() {
+      if (distributed::is_initialized()) distributed::destroy_process_group();
+    }
+  } leave;
+  if (ranks.on) ranks.join();
 
   // ---- the model, its optimizer and schedule, the loaders: all on `device`
   manual_seed(c.seed);
   nn::Sequential model = make_model(c.model);
   model->to(device);
   std::unique_ptr<optim::Optimizer> opt = make_optimizer(c, model->parameters(), c.amp && device.is_cuda());
-  data::DataLoaderOptions train_opts = data::DataLoaderOptions(c.batch_size)
-                                           .shuffle(true)
+  // A distributed run: this rank's shard of each epoch's order (PyTorch's
+  // DistributedSampler, padded to divide evenly), which depends only on the
+  // seed and the epoch.
+  std::shared_ptr<data::DistributedSampler> sampler;
+  if (ranks.on)
+    sampler = std::make_shared<data::DistributedSampler>(
+        static_cast<size_t>(d.train_size),
+        data::DistributedSamplerOptions().num_replicas(ranks.world).rank(ranks.rank).seed(c.seed));
+  data::DataLoaderOptions train_opts = data::DataLoaderOptions(rank_batch)
+                                           .shuffle(!ranks.on)
+                                           .sampler(sampler)
                                            .num_workers(workers)
                                            .persistent_workers(workers > 0)
                                            .pin_memory(pin)
@@ -309,8 +347,13 @@ int run_train(TrainOptions o) {
     pos = resumed->position;
     pos.restore_generators(device);
     train_loader.set_epoch(static_cast<uint64_t>(pos.epochs_done));
-    if (!o.out.empty()) trim_metrics(metrics_path(o.out), pos.epochs_done);
+    if (!o.out.empty() && writer) trim_metrics(metrics_path(o.out), pos.epochs_done);
   }
+  // After the resume: DDP checks the replicas match and broadcasts rank 0's.
+  nn::parallel::DistributedDataParallel ddp{nullptr};
+  if (ranks.on) ddp = nn::parallel::DistributedDataParallel(model.ptr());
+  const std::string ranks_line = ranks.on ? ranks.describe(device) : std::string();
+  StopAgreement agreement(ranks);
 
   // ---- what is about to run
   std::printf("Tandem %s (%s)\n", version(), *build_features() ? build_features() : "cpu only");
@@ -322,8 +365,10 @@ int run_train(TrainOptions o) {
               thousands(parameter_count(*model)).c_str());
   std::printf("data         %s (%s): %s train, %s test\n", d.name.c_str(), d.root.c_str(),
               thousands(d.train_size).c_str(), thousands(d.test_size).c_str());
-  std::printf("batches      %lld a batch, %lld steps an epoch, %lld epochs\n", static_cast<long long>(c.batch_size),
+  std::printf("batches      %lld a batch%s, %lld steps an epoch, %lld epochs\n", static_cast<long long>(c.batch_size),
+              ranks.on ? detail::str_cat(" (", ranks.world, " x ", rank_batch, ")").c_str() : "",
               static_cast<long long>(steps_per_epoch), static_cast<long long>(c.epochs));
+  if (ranks.on) std::printf("distributed  %s; DistributedDataParallel, rank 0 prints and writes\n", ranks_line.c_str());
   std::printf("optimizer    %s\n", describe_optimizer(c).c_str());
   if (c.amp)
     std::printf("precision    mixed: autocast to %s%s\n", dtype_name(amp_dtype).data(),
@@ -363,6 +408,7 @@ int run_train(TrainOptions o) {
     const int64_t skipped_before = scaler.is_enabled() ? scaler.skipped_steps() : 0;
     int64_t step = 0, seen = 0;
     double wait = 0;
+    if (sampler) sampler->set_epoch(static_cast<uint64_t>(epoch));
     std::string label = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs);
     progress.start(label, d.train_size, pos.seen);
     Clock::time_point t0 = Clock::now();
@@ -370,19 +416,23 @@ int run_train(TrainOptions o) {
     auto stop_here = [&](bool interrupted) {
       if (device.is_cuda()) cuda::synchronize(device.index());
       progress.clear();
+      agreement.now(true);  // nothing left in flight
+      double ls = loss_sum.item<double>(), cs = correct.item<double>();
+      int64_t ss = seen;
+      sum_over_ranks(ranks, ls, cs, ss);
       Position now = pos;
       now.epochs_done = epoch;
       now.steps_in_epoch += step;
-      now.loss_sum += loss_sum.item<double>();
-      now.correct += static_cast<int64_t>(correct.item<double>());
-      now.seen += seen;
+      now.loss_sum += ls;
+      now.correct += static_cast<int64_t>(cs);
+      now.seen += ss;
       now.elapsed_s += seconds_since(t0);
       now.wait_s += wait;
       now.capture_generators(device);
       std::printf("%s at step %lld of epoch %lld.\n",
                   interrupted ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(now.steps_in_epoch), static_cast<long long>(epoch + 1));
-      if (!o.out.empty()) save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, now);
+      if (!o.out.empty() && writer) save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, now);
       say_how_to_resume(o.out);
       return interrupted ? kExitInterrupted : 0;
     };
@@ -401,7 +451,7 @@ int run_train(TrainOptions o) {
         Tensor logits, loss;
         {
           AutocastGuard autocast(device.type(), amp_dtype, /*enabled=*/c.amp);
-          logits = model->forward(x);
+          logits = ranks.on ? ddp->forward(x) : model->forward(x);
           loss = F::cross_entropy(logits, y);
         }
         scaler.scale(loss).backward();
@@ -418,9 +468,9 @@ int run_train(TrainOptions o) {
         ++steps_this_run;
         seen += n;
         bool last = pos.steps_in_epoch + step == steps_per_epoch;
-        bool stop_requested = stop_asked();
+        bool stop_requested = agreement.step(stop_asked());
         if (stop_requested && !last) return stop_here(interrupt_requested());
-        progress.update(done_before + seen, [&] {
+        progress.update(done_before + seen * ranks.world, [&] {
           return (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(pos.seen + seen);
         });
         tw = Clock::now();
@@ -429,15 +479,19 @@ int run_train(TrainOptions o) {
       }
     }
     if (device.is_cuda()) cuda::synchronize(device.index());
+    double epoch_loss = loss_sum.item<double>(), epoch_correct = correct.item<double>();
+    sum_over_ranks(ranks, epoch_loss, epoch_correct, seen);
     double elapsed = pos.elapsed_s + seconds_since(t0);
     wait += pos.wait_s;
     int64_t total_seen = pos.seen + seen;
-    double train_loss = (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(total_seen);
-    double train_acc = (static_cast<double>(pos.correct) + correct.item<double>()) / static_cast<double>(total_seen);
+    double train_loss = (pos.loss_sum + epoch_loss) / static_cast<double>(total_seen);
+    double train_acc = (static_cast<double>(pos.correct) + epoch_correct) / static_cast<double>(total_seen);
     progress.clear();
 
+    // Rank 0 evaluates alone; the others go on to the next epoch, whose
+    // first collective waits for it.
     Clock::time_point te = Clock::now();
-    EvalResult test = evaluate(model, test_loader);
+    EvalResult test = writer ? evaluate(model, test_loader) : EvalResult{};
     double eval_time = seconds_since(te);
     size_t peak = peak_memory(device);
     double rate = static_cast<double>(total_seen) / elapsed, share = wait / elapsed;
@@ -464,7 +518,7 @@ int run_train(TrainOptions o) {
     pos = Position{};
     pos.epochs_done = epoch + 1;
     pos.capture_generators(device);
-    if (!o.out.empty()) {
+    if (!o.out.empty() && writer) {
       json::Value m = {{"epoch", epoch + 1},
                        {"epochs", c.epochs},
                        {"model", c.model},
@@ -483,7 +537,9 @@ int run_train(TrainOptions o) {
                        {"threads", threads},
                        {"workers", workers},
                        {"pin_memory", pin},
-                       {"amp", c.amp}};
+                       {"amp", c.amp},
+                       {"world_size", ranks.world}};
+      if (ranks.on) m["backend"] = ranks.backend;
       if (c.amp) m["amp_dtype"] = std::string(dtype_name(amp_dtype));
       if (scaler.is_enabled()) {
         m["loss_scale"] = number(loss_scale);
@@ -492,7 +548,7 @@ int run_train(TrainOptions o) {
       append_line(metrics_path(o.out), json::dump(m));
       save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, pos);
     }
-    bool stop_requested = stop_asked();
+    bool stop_requested = agreement.now(stop_asked());
     if (stop_requested && epoch + 1 < c.epochs) {
       std::printf("%s after epoch %lld.\n",
                   interrupt_requested() ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",

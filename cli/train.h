@@ -26,6 +26,10 @@ struct TrainOptions {
   bool plot = false;
   double progress_interval = 0;  // 0: Progress's default
   int64_t stop_after_steps = 0;  // stop as Ctrl-C would after this many steps of this process
+  // A distributed run: the launcher's process count (the launcher itself
+  // runs no rank), and the backend the ranks join with.
+  int nproc_per_node = 0;
+  std::string backend = "auto";
 };
 
 // Returns the exit code (0, or kExitInterrupted after Ctrl-C); errors throw.

@@ -484,14 +484,55 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<Work> enqueue(const std::string& what, const std::vector<Tensor>& tensors, Ms timeout, Body body,
                                 size_t first_written = 0) {
     auto buffers = std::make_shared<Buffers>(tensors, first_written);
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     uint64_t seq = ++seq_;
     // "allreduce (SUM, ...)" -> "allreduce #7 (SUM, ...)"
     size_t space = std::min(what.find(' '), what.size());
     auto work = std::make_shared<Work>(str_cat(what.substr(0, space), " #", seq, what.substr(space)), tensors);
-    queue_.push_back(Task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout, seq});
+    Task task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout, seq};
+    if (detail::BlockingScope::active() && queue_.empty() && !busy_) {
+      // A caller that will wait anyway, with nothing queued before it, runs
+      // the collective itself: no hand-off to the worker and back (tens of
+      // microseconds, a small allreduce's time). busy_ keeps the worker off
+      // Gloo meanwhile, so the order is still the order of the calls.
+      busy_ = true;
+      lock.unlock();
+      {
+        SigpipeBlocked no_sigpipe;
+        execute(task);
+      }
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
+      return work;
+    }
+    queue_.push_back(std::move(task));
     cv_.notify_all();
     return work;
+  }
+
+  // Runs one collective and finishes its Work; one thread at a time (busy_).
+  void execute(Task& task) {
+    std::exception_ptr error;
+    if (failed_) {
+      error = failed_;
+    } else {
+      try {
+        // The bodies' ops (AVG's division, the copies) are not a graph's.
+        NoGradGuard no_grad;
+        task.body(task.buffers->host, static_cast<uint32_t>(task.seq), task.timeout);
+        task.buffers->write_back();
+      } catch (const Error&) {
+        error = std::current_exception();
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(DistributedError(describe_failure(task, e.what())));
+        // A Gloo context is unusable after an I/O error: the collectives
+        // queued after it fail with the same error, at once.
+        failed_ = error;
+      }
+    }
+    task.buffers.reset();
+    task.work->finish(error);
   }
 
   void loop() {
@@ -499,31 +540,18 @@ class ProcessGroupGloo final : public ProcessGroup {
       Task task;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(lock, [&] { return (stop_ && !busy_) || (!queue_.empty() && !busy_); });
         if (queue_.empty()) return;  // stop_, and nothing left to run
         task = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
-      std::exception_ptr error;
-      if (failed_) {
-        error = failed_;
-      } else {
-        try {
-          // The bodies' ops (AVG's division, the copies) are not a graph's.
-          NoGradGuard no_grad;
-          task.body(task.buffers->host, static_cast<uint32_t>(task.seq), task.timeout);
-          task.buffers->write_back();
-        } catch (const Error&) {
-          error = std::current_exception();
-        } catch (const std::exception& e) {
-          error = std::make_exception_ptr(DistributedError(describe_failure(task, e.what())));
-          // A Gloo context is unusable after an I/O error: the collectives
-          // queued after it fail with the same error, at once.
-          failed_ = error;
-        }
+      execute(task);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        busy_ = false;
       }
-      task.buffers.reset();
-      task.work->finish(error);
+      cv_.notify_all();
     }
   }
 
@@ -543,8 +571,9 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  bool busy_ = false;  // a collective is running, on the worker or inline
   uint64_t seq_ = 0;
-  std::exception_ptr failed_;  // the worker's alone
+  std::exception_ptr failed_;  // touched by the one thread running a collective
   std::thread worker_;
 };
 

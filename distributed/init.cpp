@@ -159,7 +159,10 @@ void init_process_group(const std::string& backend, const InitProcessGroupOption
   std::shared_ptr<ProcessGroup> group = make_gloo_group(prefixed, r.rank, r.world_size, options.timeout());
   // Every rank has its connections before any returns: rank 0, which serves
   // the store, may not go while another still reads addresses from it.
-  group->barrier()->wait();
+  {
+    detail::BlockingScope blocking;
+    group->barrier()->wait();
+  }
   detail::set_default_group(std::move(group), r.store, backend);
 }
 

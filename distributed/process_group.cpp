@@ -88,6 +88,14 @@ void check_collective_tensors(const char* op, const std::vector<Tensor>& tensors
   }
 }
 
+namespace {
+thread_local bool blocking_call = false;
+}
+
+BlockingScope::BlockingScope(bool on) : old_(blocking_call) { blocking_call = on; }
+BlockingScope::~BlockingScope() { blocking_call = old_; }
+bool BlockingScope::active() { return blocking_call; }
+
 std::string describe_tensors(const std::vector<Tensor>& tensors) {
   int64_t n = 0;
   for (const Tensor& t : tensors) n += t.numel();
@@ -193,6 +201,7 @@ std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op, bool async_op, std
   std::vector<Tensor> tensors{tensor};
   AllreduceOptions opts;
   opts.reduceOp = op;
+  detail::BlockingScope blocking(!async_op);
   return finish(group_or_default(std::move(group))->allreduce(tensors, opts), async_op);
 }
 
@@ -200,6 +209,7 @@ std::shared_ptr<Work> broadcast(Tensor& tensor, int src, bool async_op, std::sha
   std::vector<Tensor> tensors{tensor};
   BroadcastOptions opts;
   opts.rootRank = src;
+  detail::BlockingScope blocking(!async_op);
   return finish(group_or_default(std::move(group))->broadcast(tensors, opts), async_op);
 }
 
@@ -207,6 +217,7 @@ std::shared_ptr<Work> all_gather(std::vector<Tensor>& tensor_list, const Tensor&
                                  std::shared_ptr<ProcessGroup> group) {
   std::vector<std::vector<Tensor>> outputs{tensor_list};
   std::vector<Tensor> inputs{tensor};
+  detail::BlockingScope blocking(!async_op);
   return finish(group_or_default(std::move(group))->allgather(outputs, inputs), async_op);
 }
 
@@ -216,10 +227,12 @@ std::shared_ptr<Work> reduce_scatter(Tensor& output, std::vector<Tensor>& input_
   std::vector<std::vector<Tensor>> inputs{input_list};
   ReduceScatterOptions opts;
   opts.reduceOp = op;
+  detail::BlockingScope blocking(!async_op);
   return finish(group_or_default(std::move(group))->reduce_scatter(outputs, inputs, opts), async_op);
 }
 
 std::shared_ptr<Work> barrier(bool async_op, std::shared_ptr<ProcessGroup> group) {
+  detail::BlockingScope blocking(!async_op);
   return finish(group_or_default(std::move(group))->barrier(), async_op);
 }
 

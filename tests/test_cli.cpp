@@ -292,7 +292,9 @@ TEST_CASE("tandem --help and train/eval --help list every flag; --version", "[cl
                                                      "--amp",
                                                      "--plot",
                                                      "--progress-interval",
-                                                     "--stop-after-steps"});
+                                                     "--stop-after-steps",
+                                                     "--nproc-per-node",
+                                                     "--backend"});
   for (const char* shown : {"--model TEXT:{mlp,cnn}=mlp", "--epochs INT:INT>=1=10", "--batch-size INT:INT>=1=128",
                             "--lr FLOAT:NUMBER>0=0.001", "{adam,sgd,adamw}=adam", "{cosine,onecycle,none}=cosine",
                             "--device TEXT=auto", "--seed UINT:INT>=0=0"})
@@ -567,10 +569,26 @@ TEST_CASE("tandem train --out: the summary and a line per epoch and metrics.json
     INFO("epoch " << k + 1 << ": " << json::dump(e));
     std::set<std::string> keys;
     for (const auto& [key, value] : json::as_object(e).items()) keys.insert(key);
-    CHECK(keys == std::set<std::string>{"epoch", "epochs", "model", "device", "train_loss", "train_accuracy",
-                                        "test_loss", "test_accuracy", "epoch_time_s", "eval_time_s", "samples_per_s",
-                                        "loader_wait_share", "peak_memory_bytes", "lr", "batch_size", "threads",
-                                        "workers", "pin_memory", "amp"});
+    CHECK(keys == std::set<std::string>{"epoch",
+                                        "epochs",
+                                        "model",
+                                        "device",
+                                        "train_loss",
+                                        "train_accuracy",
+                                        "test_loss",
+                                        "test_accuracy",
+                                        "epoch_time_s",
+                                        "eval_time_s",
+                                        "samples_per_s",
+                                        "loader_wait_share",
+                                        "peak_memory_bytes",
+                                        "lr",
+                                        "batch_size",
+                                        "threads",
+                                        "workers",
+                                        "pin_memory",
+                                        "amp",
+                                        "world_size"});
     CHECK(json::as_int(json::at(e, "epoch")) == k + 1);
     CHECK(json::as_int(json::at(e, "epochs")) == 3);
     CHECK(json::as_string(json::at(e, "model")) == "mlp");
@@ -1169,4 +1187,93 @@ TEST_CASE("tandem train --plot draws metrics.png (or says why not)", "[cli]") {
     CHECK(!fs::exists(out + "/metrics.png"));
   }
   check_no_tmp(out);
+}
+
+// ---------------------------------------------------------------- distributed
+
+TEST_CASE("tandem train --nproc-per-node 2: two ranks, the one-process numbers, resume and Ctrl-C",
+          "[cli][distributed]") {
+  if (!have_dataset()) return;
+  TempDir dir;
+  // The cpu, or cuda:LOCAL_RANK where there are two (emulated) GPUs; a
+  // simulated one runs too slowly for the epochs below.
+  const bool on_cuda = have_cuda() && cuda::device_count() >= 2 && !cuda::is_simulated();
+  const Args device = {"--device", on_cuda ? "cuda" : "cpu"};
+  const Args common = {"--epochs", "2", "--train-examples", "2048", "--test-examples", "512", "--threads", "1"};
+  const Args flags = cat(common, device);
+  std::string one = dir.file("one"), two = dir.file("two"), stopped = dir.file("stopped");
+  Result r1 = run(cat(cat({"train", "--out", one}, common), {"--device", on_cuda ? "cuda:0" : "cpu"}), long_run());
+  Result r2 = run(cat({"train", "--nproc-per-node", "2", "--out", two}, flags), long_run());
+  {
+    INFO(r1 << r2);
+    REQUIRE(r1.exit_code == 0);
+    REQUIRE(r2.exit_code == 0);
+    // Rank 0 alone prints: one settings table, one line per epoch.
+    CHECK(count_matching(r2.out, kEpochLine) == 2);
+    CHECK(has_line(r2.out, "batches      128 a batch (2 x 64), 16 steps an epoch, 2 epochs"));
+    CHECK_THAT(r2.out, Contains(on_cuda ? "distributed  2 ranks (gloo): rank 0 cuda:0, rank 1 cuda:1"
+                                        : "distributed  2 ranks (gloo): rank 0 cpu, rank 1 cpu"));
+    CHECK(r2.err.find("error") == std::string::npos);
+  }
+  // The same global batches (DistributedSampler splits the one-process
+  // order), averaged over the ranks: the numbers of one process, up to the
+  // order of the sums.
+  std::vector<json::Value> m1 = read_metrics(one), m2 = read_metrics(two);
+  REQUIRE(m1.size() == 2);
+  REQUIRE(m2.size() == 2);
+  for (int k = 0; k < 2; ++k) {
+    INFO("epoch " << k + 1);
+    CHECK(json::as_double(json::at(m2[k], "train_loss")) ==
+          Approx(json::as_double(json::at(m1[k], "train_loss"))).epsilon(1e-4));
+    CHECK(std::abs(json::as_double(json::at(m2[k], "test_accuracy")) -
+                   json::as_double(json::at(m1[k], "test_accuracy"))) <= 0.003);
+    CHECK(json::as_int(json::at(m2[k], "world_size")) == 2);
+    CHECK(json::as_string(json::at(m2[k], "backend")) == "gloo");
+  }
+  // Stopped mid-epoch, then resumed: bit for bit the uninterrupted run.
+  Result s1 =
+      run(cat({"train", "--nproc-per-node", "2", "--out", stopped, "--stop-after-steps", "5"}, flags), long_run());
+  {
+    INFO(s1);
+    REQUIRE(s1.exit_code == 0);
+    // Every rank stops at the same step, one after the one asked (the ranks agree during the next step).
+    CHECK(has_line(s1.out, "Stopped (--stop-after-steps) at step 6 of epoch 1."));
+  }
+  check_usage_error(run({"train", "--resume", stopped}), "train",
+                    {"had 2 rank(s), this one 1: resume it with --nproc-per-node 2"});
+  Result s2 = run({"train", "--nproc-per-node", "2", "--resume", stopped}, long_run());
+  {
+    INFO(s2);
+    REQUIRE(s2.exit_code == 0);
+  }
+  check_same_checkpoint(stopped, two);
+  // Ctrl-C to the launcher reaches every rank; they stop at one step and
+  // rank 0 writes the checkpoint.
+  std::string c = dir.file("ctrl-c");
+  Tandem interrupted(
+      cat({"train", "--nproc-per-node", "2", "--out", c, "--progress-interval", "0.05", "--epochs", "50"}, device),
+      long_run());
+  interrupted.wait_for("epoch 1/50:");
+  interrupted.interrupt();
+  Result ri = interrupted.finish();
+  {
+    INFO(ri);
+    REQUIRE(ri.exit_code == 130);
+    CHECK(std::regex_search(ri.out, std::regex("\nStopped by Ctrl-C at step \\d+ of epoch \\d+\\.\n")));
+    CHECK(fs::exists(c + "/checkpoint.safetensors"));
+    CHECK(ri.err.find("error") == std::string::npos);
+  }
+}
+
+TEST_CASE("tandem train --nproc-per-node: the refused settings", "[cli][distributed]") {
+  std::vector<Result> rs = run_all({{"train", "--nproc-per-node", "3"},
+                                    {"train", "--nproc-per-node", "2", "--device", "cuda:0"},
+                                    {"train", "--nproc-per-node", "0"}});
+  check_usage_error(rs[0], "train",
+                    {"--batch-size 128 does not divide among 3 ranks: the global batch is split evenly, so give a "
+                     "multiple of 3 (such as 126 or 129)"});
+  check_usage_error(rs[1], "train",
+                    {"--device cuda:0 with 2 local ranks would put every rank on cuda:0: each process owns one "
+                     "device. Use --device cuda (rank r takes cuda:LOCAL_RANK) or --device cpu"});
+  check_usage_error(rs[2], "train", {"--nproc-per-node"});
 }

@@ -46,8 +46,8 @@ std::string self_exe() {
 
 struct Launch {
   int world = 2;
-  std::vector<int> ranks;  // those to start (all when empty)
-  std::vector<std::string> env;
+  std::vector<int> ranks = {};  // those to start (all when empty)
+  std::vector<std::string> env = {};
   double timeout_s = 90;
 };
 
@@ -263,11 +263,6 @@ Net make_net(uint64_t seed, int64_t hidden = 16) {
   Net net(hidden);
   net->to(kFloat64);
   return net;
-}
-
-Tensor loss_of(nn::Module& model, const std::function<Tensor(const Tensor&)>& fwd, const Tensor& x, const Tensor& y) {
-  (void)model;
-  return nn::functional::cross_entropy(fwd(x), y);
 }
 
 // DDP's gradients after each of two SGD steps equal one process's on the

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "distributed/process_group_private.h"
 #include "tensor/core/errors.h"
 #include "tensor/core/grad_record.h"
 #include "tensor/core/shape.h"
@@ -27,6 +28,7 @@ using tandem::detail::str_cat;
 // device (the tensors flattened into one buffer).
 void broadcast_coalesced(ProcessGroup& group, const std::vector<Tensor>& tensors) {
   NoGradGuard no_grad;
+  distributed::detail::BlockingScope blocking;
   std::map<std::pair<int, std::string>, std::vector<Tensor>> groups;
   for (const Tensor& t : tensors)
     if (t.defined() && t.numel() > 0) groups[{static_cast<int>(t.dtype()), t.device().str()}].push_back(t);
@@ -65,6 +67,7 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
 // Every rank's model against rank 0's; on a mismatch every rank throws the
 // same error, naming the first rank and parameter that differ.
 void check_same_model(ProcessGroup& group, const OrderedDict<std::string, Tensor>& params) {
+  distributed::detail::BlockingScope blocking;
   std::vector<std::string> lines = describe_parameters(params);
   uint64_t h = 0;
   for (const std::string& l : lines) h = fnv1a(l + "\n", h == 0 ? 1469598103934665603ull : h);
