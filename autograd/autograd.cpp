@@ -66,8 +66,9 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
     run_backward(roots, grads, options);
     return;
   }
-  // The inputs accumulate after the pass: their hooks' callbacks run here.
+  // The inputs accumulate after the pass: every callback runs here, after them.
   detail::CallbackScope callbacks;
+  options.own_callbacks = false;
   std::vector<Tensor> results = run_backward(roots, grads, options, input_edges("backward", inputs));
   AutoGradMode mode(create_graph);
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -3,6 +3,7 @@
 #include "autograd/engine.h"
 
 #include <algorithm>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -149,7 +150,8 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
   for (auto& [n, d] : deps)
     if (d == 0) ready.push(n);
   AutoGradMode mode(options.create_graph);
-  detail::CallbackScope callbacks;  // autograd::queue_callback's, run once every node has
+  std::optional<detail::CallbackScope> callbacks;  // autograd::queue_callback's, run once every node has
+  if (options.own_callbacks) callbacks.emplace();
   // Backward ops run in the dtypes the forward's were run in (the saved
   // tensors' and the gradients'), not cast again: autocast is off here.
   autocast::detail::Excluded no_autocast;
@@ -205,7 +207,7 @@ std::vector<Tensor> run_backward(const std::vector<Edge>& roots, const std::vect
     }
     release_children();
   }
-  callbacks.run();
+  if (callbacks) callbacks->run();
   return results;
 }
 

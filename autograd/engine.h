@@ -13,6 +13,10 @@ namespace tandem::autograd {
 struct BackwardOptions {
   bool keep_graph = false;    // keep saved tensors for another pass
   bool create_graph = false;  // record the rules themselves (higher-order gradients)
+  // Run autograd::queue_callback's callbacks at the end of this pass; off
+  // when the caller has a scope of its own that ends later
+  // (autograd::backward with inputs accumulates after the pass).
+  bool own_callbacks = true;
 };
 
 // Seeds each root edge with its gradient and runs the pass. With `capture`

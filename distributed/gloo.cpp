@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -449,6 +450,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     Body body;
     Ms timeout;
     uint64_t seq;
+    std::string signature;  // what(), without the sequence number: equal on every rank
   };
 
   void check_root(const char* op, int64_t root) const {
@@ -489,7 +491,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     // "allreduce (SUM, ...)" -> "allreduce #7 (SUM, ...)"
     size_t space = std::min(what.find(' '), what.size());
     auto work = std::make_shared<Work>(str_cat(what.substr(0, space), " #", seq, what.substr(space)), tensors);
-    Task task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout, seq};
+    Task task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout, seq, what};
     if (detail::BlockingScope::active() && queue_.empty() && !busy_) {
       // A caller that will wait anyway, with nothing queued before it, runs
       // the collective itself: no hand-off to the worker and back (tens of
@@ -518,6 +520,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       error = failed_;
     } else {
       try {
+        if (debug_) check_same_collective(task);
         // The bodies' ops (AVG's division, the copies) are not a graph's.
         NoGradGuard no_grad;
         task.body(task.buffers->host, static_cast<uint32_t>(task.seq), task.timeout);
@@ -555,6 +558,33 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
   }
 
+  // TANDEM_DISTRIBUTED_DEBUG: every rank's description of this collective
+  // (op, reduction, dtype, element count, root) gathered first and compared,
+  // so that a mismatch is an error naming both sides on every rank, not a
+  // hang or Gloo aborting the process (PyTorch's TORCH_DISTRIBUTED_DEBUG=
+  // DETAIL fingerprint). The collective itself then does not run, on any rank.
+  void check_same_collective(const Task& task) {
+    constexpr size_t kWidth = 192;
+    std::vector<uint8_t> mine(kWidth, 0), all(kWidth * static_cast<size_t>(size_), 0);
+    std::memcpy(mine.data(), task.signature.data(), std::min(task.signature.size(), kWidth - 1));
+    ::gloo::AllgatherOptions o(context_);
+    o.setInput<uint8_t>(mine.data(), kWidth);
+    o.setOutput<uint8_t>(all.data(), all.size());
+    o.setTag(static_cast<uint32_t>(task.seq) | 0x80000000u);
+    o.setTimeout(task.timeout);
+    ::gloo::allgather(o);
+    auto text = [&](int r) {
+      return std::string(reinterpret_cast<const char*>(&all[static_cast<size_t>(r) * kWidth]));
+    };
+    std::string first = text(0), differs;
+    for (int r = 1; r < size_; ++r)
+      if (text(r) != first) differs += str_cat(", rank ", r, " called ", text(r));
+    TANDEM_CHECK(differs.empty(), DistributedError, "TANDEM_DISTRIBUTED_DEBUG: collective #", task.seq,
+                 " differs between ranks: rank 0 called ", first, differs,
+                 ". Every rank must call the same collectives, with the same sizes, in the same order; none of them "
+                 "ran this one");
+  }
+
   std::string describe_failure(const Task& task, const std::string& gloo_message) const {
     return str_cat(task.work->what(), " failed on rank ", rank_, " of ", size_, " (gloo, timeout ",
                    task.timeout.count() / 1000.0, " s): ", gloo_message,
@@ -572,6 +602,12 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::deque<Task> queue_;
   bool stop_ = false;
   bool busy_ = false;  // a collective is running, on the worker or inline
+  // TANDEM_DISTRIBUTED_DEBUG=1 (or PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL).
+  const bool debug_ = [] {
+    const char* t = std::getenv("TANDEM_DISTRIBUTED_DEBUG");
+    const char* p = std::getenv("TORCH_DISTRIBUTED_DEBUG");
+    return (t && std::string(t) != "0" && *t) || (p && std::string(p) == "DETAIL");
+  }();
   uint64_t seq_ = 0;
   std::exception_ptr failed_;  // touched by the one thread running a collective
   std::thread worker_;

@@ -515,6 +515,30 @@ void scenario_init_errors() {
                                         "please make sure to call init_process_group."));
 }
 
+// TANDEM_DISTRIBUTED_DEBUG: ranks that call different collectives get an
+// error naming both sides, and the group goes on working.
+void scenario_debug_mismatch() {
+  dist::init_process_group("gloo");
+  const int rank = dist::get_rank();
+  Tensor t = ones({rank == 0 ? 10 : 20});
+  REQUIRE_THROWS_MATCHES(dist::all_reduce(t), DistributedError,
+                         Catch::Message("TANDEM_DISTRIBUTED_DEBUG: collective #2 differs between ranks: rank 0 called "
+                                        "allreduce (SUM, float32, 10 elements), rank 1 called allreduce (SUM, "
+                                        "float32, 20 elements). Every rank must call the same collectives, with the "
+                                        "same sizes, in the same order; none of them ran this one"));
+  test::check_equal(t, ones({rank == 0 ? 10 : 20}));  // untouched
+  Tensor u = ones({4});
+  if (rank == 0)
+    REQUIRE_THROWS_AS(dist::all_reduce(u), DistributedError);
+  else
+    REQUIRE_THAT(message_of<DistributedError>([&] { dist::broadcast(u, 0); }),
+                 Contains("rank 0 called allreduce (SUM, float32, 4 elements), rank 1 called broadcast (from rank 0, "
+                          "float32, 4 elements)"));
+  dist::all_reduce(u);
+  test::check_equal(u, full({4}, 2.0));
+  dist::destroy_process_group();
+}
+
 // Two processes given the same rank: each one that is refused passes.
 void scenario_same_rank() {
   REQUIRE_THAT(message_of<DistributedError>([] {
@@ -563,6 +587,8 @@ TEST_CASE("distributed worker", "[.][dist_worker]") {
     scenario_same_rank();
   else if (s == "same_master")
     scenario_same_master();
+  else if (s == "debug_mismatch")
+    scenario_debug_mismatch();
   else
     FAIL("unknown scenario " << s);
 }
@@ -589,6 +615,10 @@ TEST_CASE("DDP unused parameters", "[distributed]") { require_all_passed(run_wor
 
 TEST_CASE("DDP refuses models that differ between ranks", "[distributed]") {
   require_all_passed(run_world("mismatch"));
+}
+
+TEST_CASE("TANDEM_DISTRIBUTED_DEBUG names both sides of a mismatched collective", "[distributed]") {
+  require_all_passed(run_world("debug_mismatch", Launch{2, {}, {"TANDEM_DISTRIBUTED_DEBUG=1"}}));
 }
 
 TEST_CASE("a libtorch-style loop all-reducing each gradient by hand", "[distributed]") {
