@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -68,10 +69,20 @@ int launch_ranks(int argc, char** argv, int nproc) {
   std::string master_addr = addr && *addr ? addr : "127.0.0.1";
   std::string master_port = port && *port ? port : std::to_string(free_port());
 
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
+  // Started with SIGINT ignored (nohup, `cmd &`): it stays ignored, here and
+  // in the ranks, as for one process. Else Ctrl-C is counted and forwarded;
+  // without SA_RESTART it also wakes the wait below.
+  struct sigaction old {};
+  sigaction(SIGINT, nullptr, &old);
+  const bool ignore_sigint = old.sa_handler == SIG_IGN;
+  if (!ignore_sigint) {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+  }
+  // An inherited SIG_IGN would reap the ranks behind waitpid's back.
+  signal(SIGCHLD, SIG_DFL);
 
   std::vector<pid_t> pids(static_cast<size_t>(nproc), -1);
   for (int r = 0; r < nproc; ++r) {
@@ -83,7 +94,16 @@ int launch_ranks(int argc, char** argv, int nproc) {
       // And it goes if the launcher is killed.
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGTERM);
-      signal(SIGINT, SIG_DFL);
+      if (!ignore_sigint) {
+        // Blocked until the rank's own handler is in place (cli/main.cpp
+        // unblocks it): a Ctrl-C while it loads then stops it at a step
+        // like the others, instead of killing it before it joins them.
+        signal(SIGINT, SIG_DFL);
+        sigset_t block;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigprocmask(SIG_BLOCK, &block, nullptr);
+      }
       setenv("MASTER_ADDR", master_addr.c_str(), 1);
       setenv("MASTER_PORT", master_port.c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -109,12 +129,17 @@ int launch_ranks(int argc, char** argv, int nproc) {
       for (pid_t p : pids)
         if (p > 0) kill(p, SIGINT);
     int status = 0;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
+    // Blocking until a rank exits (or a Ctrl-C comes), so the first rank to
+    // fail is the first seen; once the others are told to stop, polling
+    // for the deadline past which they are killed.
+    const bool stopping = stop_at != std::chrono::steady_clock::time_point::max();
+    pid_t pid = waitpid(-1, &status, stopping ? WNOHANG : 0);
+    if (pid < 0 && errno == ECHILD) break;
     if (pid <= 0) {
       if (std::chrono::steady_clock::now() > stop_at)
         for (pid_t p : pids)
           if (p > 0) kill(p, SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (stopping) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
     int rank = -1;
@@ -126,7 +151,9 @@ int launch_ranks(int argc, char** argv, int nproc) {
     if (rank < 0) continue;
     --running;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code == 0 || (code == kExitInterrupted && interrupts.load() > 0)) {
+    // 130: stopped by a Ctrl-C, this launcher's or one a rank got itself;
+    // the ranks agree on the step, so the others stop there too.
+    if (code == 0 || code == kExitInterrupted) {
       if (code != 0) result = code;
       continue;
     }

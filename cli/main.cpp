@@ -1,6 +1,7 @@
 // The tandem command: `tandem info`, `tandem train`, `tandem eval`. Flags
 // are parsed with CLI11; every failure is one line on stderr and an exit
 // code (common.h): 2 for usage, 1 for errors at run time, 130 for Ctrl-C.
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -197,9 +198,20 @@ int main(int argc, char** argv) {
       // What every rank would refuse, said once (a resumed run's batch is its own).
       if (t.resume.empty()) check_batch_split(t.config.batch_size, t.nproc_per_node);
       check_device_flag(t.device, t.nproc_per_node);
+      if (t.backend == "nccl" || t.backend == "mpi")
+        throw UsageError("--backend " + t.backend + ": the " + t.backend +
+                         " backend is not in this Tandem yet; use gloo (the default), which takes cuda tensors "
+                         "through host memory");
       return launch_ranks(argc, argv, t.nproc_per_node);
     }
     install_interrupt_handler();
+    {
+      // A rank started by --nproc-per-node has SIGINT blocked until now.
+      sigset_t unblock;
+      sigemptyset(&unblock);
+      sigaddset(&unblock, SIGINT);
+      sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+    }
     if (pin_on || pin_off) t.pin_memory = pin_on;
     for (const char* flag : {"model", "epochs", "batch-size", "lr", "optimizer", "schedule", "seed", "data",
                              "train-examples", "test-examples", "amp"})

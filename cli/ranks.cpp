@@ -1,6 +1,7 @@
 // One rank of a distributed tandem train (see ranks.h).
 #include "cli/ranks.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +14,8 @@ namespace tandem::cli {
 namespace {
 
 int env_int(std::initializer_list<const char*> names, int fallback) {
+  // A value that is not a number is left for init_process_group to refuse.
+
   for (const char* n : names)
     if (const char* v = std::getenv(n); v && *v) return std::atoi(v);
   return fallback;
@@ -83,29 +86,29 @@ std::string Ranks::describe(const Device& device) const {
   return text;
 }
 
-bool StopAgreement::step(bool local) {
-  if (!ranks_.on) return local;
-  bool agreed = false;
+int StopAgreement::step(int wish) {
+  if (!ranks_.on) return wish;
+  int agreed = kGoOn;
   if (work_) {
     work_->wait();
-    agreed = flag_.item<int32_t>() != 0;
+    agreed = flag_.item<int32_t>();
   }
-  flag_ = full({1}, local ? 1.0 : 0.0, TensorOptions(kInt32));
+  flag_ = full({1}, static_cast<double>(wish), TensorOptions(kInt32));
   work_ = distributed::all_reduce(flag_, distributed::ReduceOp::MAX, /*async_op=*/true);
   return agreed;
 }
 
-bool StopAgreement::now(bool local) {
-  if (!ranks_.on) return local;
-  bool pending = false;
+int StopAgreement::now(int wish) {
+  if (!ranks_.on) return wish;
+  int pending = kGoOn;
   if (work_) {
     work_->wait();
-    pending = flag_.item<int32_t>() != 0;
+    pending = flag_.item<int32_t>();
     work_.reset();
   }
-  Tensor f = full({1}, (local || pending) ? 1.0 : 0.0, TensorOptions(kInt32));
+  Tensor f = full({1}, static_cast<double>(std::max(wish, pending)), TensorOptions(kInt32));
   distributed::all_reduce(f, distributed::ReduceOp::MAX);
-  return f.item<int32_t>() != 0;
+  return f.item<int32_t>();
 }
 
 void sum_over_ranks(const Ranks& ranks, double& loss_sum, double& correct, int64_t& seen) {

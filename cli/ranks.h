@@ -28,16 +28,18 @@ struct Ranks {
   std::string describe(const Device& device) const;
 };
 
-// Every rank stops at the same step: each step's local wish (Ctrl-C, or
-// --stop-after-steps) is combined over the ranks in an allreduce that runs
+// Every rank stops at the same step, for the same reason: each step's local
+// wish (kGoOn, kStopSteps for --stop-after-steps, kStopInterrupt for Ctrl-C)
+// is combined over the ranks (the largest wins) in an allreduce that runs
 // during the next step, so the answer lags one step and costs the step no wait.
+inline constexpr int kGoOn = 0, kStopSteps = 1, kStopInterrupt = 2;
 class StopAgreement {
  public:
   explicit StopAgreement(const Ranks& ranks) : ranks_(ranks) {}
   // The ranks' agreed answer for the previous step's wishes.
-  bool step(bool local);
+  int step(int wish);
   // At the end of an epoch: every wish so far, waited for.
-  bool now(bool local);
+  int now(int wish);
 
  private:
   const Ranks& ranks_;

@@ -396,8 +396,10 @@ int run_train(TrainOptions o) {
 
   Progress progress(stdout, o.progress_interval);
   int64_t steps_this_run = 0;
-  auto stop_asked = [&] {
-    return interrupt_requested() || (o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps);
+  // What this process would like: Ctrl-C before --stop-after-steps.
+  auto stop_wish = [&] {
+    if (interrupt_requested()) return kStopInterrupt;
+    return o.stop_after_steps > 0 && steps_this_run >= o.stop_after_steps ? kStopSteps : kGoOn;
   };
   TensorOptions acc_options = TensorOptions().dtype(kFloat64).device(device);
   for (int64_t epoch = pos.epochs_done; epoch < c.epochs; ++epoch) {
@@ -416,7 +418,7 @@ int run_train(TrainOptions o) {
     auto stop_here = [&](bool interrupted) {
       if (device.is_cuda()) cuda::synchronize(device.index());
       progress.clear();
-      agreement.now(true);  // nothing left in flight
+      agreement.now(interrupted ? kStopInterrupt : kStopSteps);  // nothing left in flight
       double ls = loss_sum.item<double>(), cs = correct.item<double>();
       int64_t ss = seen;
       sum_over_ranks(ranks, ls, cs, ss);
@@ -468,10 +470,12 @@ int run_train(TrainOptions o) {
         ++steps_this_run;
         seen += n;
         bool last = pos.steps_in_epoch + step == steps_per_epoch;
-        bool stop_requested = agreement.step(stop_asked());
-        if (stop_requested && !last) return stop_here(interrupt_requested());
+        int stop = agreement.step(stop_wish());
+        if (stop != kGoOn && !last) return stop_here(stop == kStopInterrupt);
         progress.update(done_before + seen * ranks.world, [&] {
-          return (pos.loss_sum + loss_sum.item<double>()) / static_cast<double>(pos.seen + seen);
+          // Rank 0's part stands for every rank's.
+          return (pos.loss_sum + loss_sum.item<double>() * ranks.world) /
+                 static_cast<double>(pos.seen + seen * ranks.world);
         });
         tw = Clock::now();
         ++it;
@@ -488,8 +492,8 @@ int run_train(TrainOptions o) {
     double train_acc = (static_cast<double>(pos.correct) + epoch_correct) / static_cast<double>(total_seen);
     progress.clear();
 
-    // Rank 0 evaluates alone; the others go on to the next epoch, whose
-    // first collective waits for it.
+    // Rank 0 evaluates alone; the others wait for it in the stop agreement
+    // below (a collective).
     Clock::time_point te = Clock::now();
     EvalResult test = writer ? evaluate(model, test_loader) : EvalResult{};
     double eval_time = seconds_since(te);
@@ -548,20 +552,20 @@ int run_train(TrainOptions o) {
       append_line(metrics_path(o.out), json::dump(m));
       save_run(checkpoint_path(o.out), *model, *opt, sched.get(), scaler, c, pos);
     }
-    bool stop_requested = agreement.now(stop_asked());
-    if (stop_requested && epoch + 1 < c.epochs) {
+    int stop = agreement.now(stop_wish());
+    if (stop != kGoOn && epoch + 1 < c.epochs) {
       std::printf("%s after epoch %lld.\n",
-                  interrupt_requested() ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
+                  stop == kStopInterrupt ? "Stopped by Ctrl-C" : "Stopped (--stop-after-steps)",
                   static_cast<long long>(epoch + 1));
       say_how_to_resume(o.out);
-      return interrupt_requested() ? kExitInterrupted : 0;
+      return stop == kStopInterrupt ? kExitInterrupted : 0;
     }
   }
   std::printf("done: %s on %s, %lld epochs\n", c.model.c_str(), device.str().c_str(), static_cast<long long>(c.epochs));
   if (!o.out.empty())
     std::printf("checkpoint: %s (tandem eval --checkpoint %s --device cpu)\n", checkpoint_path(o.out).c_str(),
                 checkpoint_path(o.out).c_str());
-  if (o.plot) plot(o.out);
+  if (o.plot && writer) plot(o.out);
   if (interrupt_requested()) {
     // Ctrl-C during the last step or the last evaluation: the run is whole.
     std::printf("Ctrl-C came at the end of the run: it finished all the same\n");

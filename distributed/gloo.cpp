@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -213,6 +214,18 @@ class SigpipeBlocked {
  private:
   sigset_t old_;
 };
+
+// A collective's description without the device index: ranks on cuda:0 and
+// cuda:1 make the same call.
+std::string signature_of(std::string what) {
+  const std::string tag = " on cuda:";
+  if (size_t at = what.find(tag); at != std::string::npos) {
+    size_t end = at + tag.size();
+    while (end < what.size() && std::isdigit(static_cast<unsigned char>(what[end]))) ++end;
+    what.erase(at + tag.size() - 1, end - (at + tag.size() - 1));
+  }
+  return what;
+}
 
 bool is_loopback(const std::string& h) { return h == "localhost" || h.rfind("127.", 0) == 0 || h == "::1"; }
 
@@ -491,7 +504,8 @@ class ProcessGroupGloo final : public ProcessGroup {
     // "allreduce (SUM, ...)" -> "allreduce #7 (SUM, ...)"
     size_t space = std::min(what.find(' '), what.size());
     auto work = std::make_shared<Work>(str_cat(what.substr(0, space), " #", seq, what.substr(space)), tensors);
-    Task task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout, seq, what};
+    Task task{work, std::move(buffers), std::move(body), timeout.count() < 0 ? timeout_ : timeout,
+              seq,  signature_of(what)};
     if (detail::BlockingScope::active() && queue_.empty() && !busy_) {
       // A caller that will wait anyway, with nothing queued before it, runs
       // the collective itself: no hand-off to the worker and back (tens of

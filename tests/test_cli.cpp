@@ -1241,7 +1241,7 @@ TEST_CASE("tandem train --nproc-per-node 2: two ranks, the one-process numbers, 
   }
   check_usage_error(run({"train", "--resume", stopped}), "train",
                     {"had 2 rank(s), this one 1: resume it with --nproc-per-node 2"});
-  Result s2 = run({"train", "--nproc-per-node", "2", "--resume", stopped}, long_run());
+  Result s2 = run(cat({"train", "--nproc-per-node", "2", "--resume", stopped}, device), long_run());
   {
     INFO(s2);
     REQUIRE(s2.exit_code == 0);
@@ -1268,7 +1268,8 @@ TEST_CASE("tandem train --nproc-per-node 2: two ranks, the one-process numbers, 
 TEST_CASE("tandem train --nproc-per-node: the refused settings", "[cli][distributed]") {
   std::vector<Result> rs = run_all({{"train", "--nproc-per-node", "3"},
                                     {"train", "--nproc-per-node", "2", "--device", "cuda:0"},
-                                    {"train", "--nproc-per-node", "0"}});
+                                    {"train", "--nproc-per-node", "0"},
+                                    {"train", "--nproc-per-node", "2", "--backend", "nccl"}});
   check_usage_error(rs[0], "train",
                     {"--batch-size 128 does not divide among 3 ranks: the global batch is split evenly, so give a "
                      "multiple of 3 (such as 126 or 129)"});
@@ -1276,4 +1277,5 @@ TEST_CASE("tandem train --nproc-per-node: the refused settings", "[cli][distribu
                     {"--device cuda:0 with 2 local ranks would put every rank on cuda:0: each process owns one "
                      "device. Use --device cuda (rank r takes cuda:LOCAL_RANK) or --device cpu"});
   check_usage_error(rs[2], "train", {"--nproc-per-node"});
+  check_usage_error(rs[3], "train", {"--backend nccl: the nccl backend is not in this Tandem yet; use gloo"});
 }

@@ -536,6 +536,15 @@ void scenario_debug_mismatch() {
                           "float32, 4 elements)"));
   dist::all_reduce(u);
   test::check_equal(u, full({4}, 2.0));
+  // Ranks on cuda:0 and cuda:1 make the same call.
+  std::vector<Device> gpus;
+  for (const Device& d : test::devices())
+    if (d.is_cuda()) gpus.push_back(d);
+  if (gpus.size() >= 2) {
+    Tensor g = ones({3}).to(gpus[static_cast<size_t>(rank)]);
+    dist::all_reduce(g);
+    test::check_values(g, {2, 2, 2});
+  }
   dist::destroy_process_group();
 }
 
