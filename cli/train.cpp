@@ -411,6 +411,7 @@ int run_train(TrainOptions o) {
     int64_t step = 0, seen = 0;
     double wait = 0;
     if (sampler) sampler->set_epoch(static_cast<uint64_t>(epoch));
+    if (ranks.on) ddp->reset_comm_stats();
     std::string label = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(c.epochs);
     progress.start(label, d.train_size, pos.seen);
     Clock::time_point t0 = Clock::now();
@@ -543,7 +544,14 @@ int run_train(TrainOptions o) {
                        {"pin_memory", pin},
                        {"amp", c.amp},
                        {"world_size", ranks.world}};
-      if (ranks.on) m["backend"] = ranks.backend;
+      if (ranks.on) {
+        // Rank 0's gradient communication in the epoch, and how much of it
+        // backward did not hide.
+        m["backend"] = ranks.backend;
+        nn::parallel::Reducer::CommStats cs = ddp->comm_stats();
+        m["allreduce_s"] = number(cs.allreduce_s);
+        m["allreduce_exposed_s"] = number(cs.exposed_s);
+      }
       if (c.amp) m["amp_dtype"] = std::string(dtype_name(amp_dtype));
       if (scaler.is_enabled()) {
         m["loss_scale"] = number(loss_scale);

@@ -305,12 +305,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     ReduceOp op = opts.reduceOp;
     std::string what = str_cat("allreduce (", reduce_op_name(op), ", ", detail::describe_tensors(tensors), ")");
     return run_staged(what, tensors, opts.timeout, [this, fn, op](std::vector<Tensor>& host, uint32_t tag, Ms t) {
-      ::gloo::AllreduceOptions o(context_);
-      set_outputs(o, host);
-      o.setReduceFunction(fn);
-      o.setTag(tag);
-      o.setTimeout(t);
-      ::gloo::allreduce(o);
+      gloo_allreduce(host, fn, tag, t);
       if (op == ReduceOp::AVG)
         for (Tensor& h : host) h.div_(static_cast<double>(size_));
     });
@@ -329,12 +324,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       for (const Tensor& h : host) flat.push_back(h.reshape({-1}));
       Tensor joined = cat(flat);
       std::vector<Tensor> one{joined};
-      ::gloo::AllreduceOptions o(context_);
-      set_outputs(o, one);
-      o.setReduceFunction(fn);
-      o.setTag(tag);
-      o.setTimeout(t);
-      ::gloo::allreduce(o);
+      gloo_allreduce(one, fn, tag, t);
       if (op == ReduceOp::AVG) joined.div_(static_cast<double>(size_));
       int64_t at = 0;
       for (Tensor& h : host) {
@@ -431,12 +421,7 @@ class ProcessGroupGloo final : public ProcessGroup {
           for (int r = 0; r < size_; ++r) flat.push_back(host[static_cast<size_t>(r)].reshape({-1}));
           Tensor joined = cat(flat);
           std::vector<Tensor> one{joined};
-          ::gloo::AllreduceOptions o(context_);
-          set_outputs(o, one);
-          o.setReduceFunction(fn);
-          o.setTag(tag);
-          o.setTimeout(t);
-          ::gloo::allreduce(o);
+          gloo_allreduce(one, fn, tag, t);
           int64_t n = host.back().numel();
           Tensor mine = joined.slice(0, rank_ * n, (rank_ + 1) * n);
           if (op == ReduceOp::AVG) mine.div_(static_cast<double>(size_));
@@ -465,6 +450,17 @@ class ProcessGroupGloo final : public ProcessGroup {
     uint64_t seq;
     std::string signature;  // what(), without the sequence number: equal on every rank
   };
+
+  // Gloo's allreduce of every buffer into all of them (the buffers of one rank
+  // are reduced together too, c10d's multi-tensor form).
+  void gloo_allreduce(std::vector<Tensor>& buffers, ReduceFn fn, uint32_t tag, Ms timeout) {
+    ::gloo::AllreduceOptions o(context_);
+    set_outputs(o, buffers);
+    o.setReduceFunction(fn);
+    o.setTag(tag);
+    o.setTimeout(timeout);
+    ::gloo::allreduce(o);
+  }
 
   void check_root(const char* op, int64_t root) const {
     TANDEM_CHECK(root >= 0 && root < size_, ValueError, op, ": invalid root rank ", root,
@@ -529,6 +525,7 @@ class ProcessGroupGloo final : public ProcessGroup {
 
   // Runs one collective and finishes its Work; one thread at a time (busy_).
   void execute(Task& task) {
+    task.work->start();
     std::exception_ptr error;
     if (failed_) {
       error = failed_;

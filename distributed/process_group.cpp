@@ -52,9 +52,21 @@ std::vector<Tensor> Work::result() {
   return result_;
 }
 
+void Work::start() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  started_ = std::chrono::steady_clock::now();
+}
+
+double Work::duration_s() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!completed_ || started_ == std::chrono::steady_clock::time_point{}) return 0;
+  return std::chrono::duration<double>(finished_ - started_).count();
+}
+
 void Work::finish(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    finished_ = std::chrono::steady_clock::now();
     completed_ = true;
     error_ = std::move(error);
   }

@@ -74,8 +74,12 @@ class Work {
   // The tensors that hold the result (after wait()).
   std::vector<Tensor> result();
   const std::string& what() const { return what_; }
+  // Seconds from the backend starting it to its end (0 until it is done):
+  // the communication itself, not the time it waited in the queue.
+  double duration_s();
 
-  // The backend's side: marks it done, with the error if it failed.
+  // The backend's side: marks it started, and done (with the error if it failed).
+  void start();
   void finish(std::exception_ptr error = nullptr);
 
  private:
@@ -85,6 +89,7 @@ class Work {
   std::condition_variable done_;
   bool completed_ = false;
   std::exception_ptr error_;
+  std::chrono::steady_clock::time_point started_, finished_;
 };
 
 class ProcessGroup {

@@ -1229,6 +1229,8 @@ TEST_CASE("tandem train --nproc-per-node 2: two ranks, the one-process numbers, 
                    json::as_double(json::at(m1[k], "test_accuracy"))) <= 0.003);
     CHECK(json::as_int(json::at(m2[k], "world_size")) == 2);
     CHECK(json::as_string(json::at(m2[k], "backend")) == "gloo");
+    CHECK(json::as_double(json::at(m2[k], "allreduce_s")) > 0);
+    CHECK(json::as_double(json::at(m2[k], "allreduce_exposed_s")) >= 0);
   }
   // Stopped mid-epoch, then resumed: bit for bit the uninterrupted run.
   Result s1 =

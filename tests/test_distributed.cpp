@@ -298,6 +298,13 @@ void scenario_ddp() {
     opt_ddp.step();
     opt_ref.step();
   }
+  // Two passes reduced, their allreduces timed.
+  nn::parallel::Reducer::CommStats cs = ddp->comm_stats();
+  REQUIRE(cs.passes == 2);
+  REQUIRE(cs.allreduce_s > 0);
+  REQUIRE(cs.exposed_s >= 0);
+  ddp->reset_comm_stats();
+  REQUIRE(ddp->comm_stats().passes == 0);
   // The state dict keeps PyTorch's "module." prefix.
   REQUIRE(ddp->state_dict().contains("module.fc1.weight"));
   dist::destroy_process_group();

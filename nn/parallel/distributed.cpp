@@ -4,6 +4,7 @@
 #include "nn/parallel/distributed.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -150,6 +151,7 @@ struct Reducer::State {
   bool armed = false;  // a forward armed the hooks and its pass has not finished
   bool callback_queued = false;
   size_t next_bucket = 0;  // buckets start in order: the same order on every rank
+  Reducer::CommStats stats;
 
   void arm() {
     for (Param& p : params) p.ready = false;
@@ -227,8 +229,12 @@ struct Reducer::State {
       std::vector<Tensor> one{used_map};
       used_work = group->allreduce(one, opts);
     }
+    auto waited_from = std::chrono::steady_clock::now();
     for (Bucket& b : buckets) b.work->wait();
     if (used_work) used_work->wait();
+    stats.exposed_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - waited_from).count();
+    for (Bucket& b : buckets) stats.allreduce_s += b.work->duration_s();
+    ++stats.passes;
     NoGradGuard no_grad;
     for (size_t i = 0; i < params.size(); ++i) {
       if (used_map.defined() && used_map.data_ptr<int32_t>()[i] == 0) continue;
@@ -344,6 +350,9 @@ void Reducer::prepare_for_forward(bool sync) {
   s.armed = false;
   if (sync && GradMode::is_enabled()) s.arm();
 }
+
+Reducer::CommStats Reducer::comm_stats() const { return state_->stats; }
+void Reducer::reset_comm_stats() { state_->stats = CommStats{}; }
 
 std::vector<std::vector<size_t>> Reducer::bucket_indices() const {
   std::vector<std::vector<size_t>> out;

@@ -68,6 +68,16 @@ class Reducer {
   // indices into the parameters that require grad (named_parameters' order).
   std::vector<std::vector<size_t>> bucket_indices() const;
 
+  // How much of the gradients' communication backward hid: the buckets'
+  // allreduce time, and the part of it the end of the pass still waited for.
+  struct CommStats {
+    int64_t passes = 0;      // backward passes that reduced
+    double allreduce_s = 0;  // the buckets' allreduces, start to end
+    double exposed_s = 0;    // waited for after backward's last gradient
+  };
+  CommStats comm_stats() const;
+  void reset_comm_stats();
+
   struct State;
 
  private:
@@ -120,6 +130,8 @@ class DistributedDataParallelImpl : public Module {
   const std::shared_ptr<distributed::ProcessGroup>& process_group() const { return group_; }
   const DistributedDataParallelOptions& options() const { return options_; }
   std::vector<std::vector<size_t>> bucket_indices() const { return reducer_->bucket_indices(); }
+  Reducer::CommStats comm_stats() const { return reducer_->comm_stats(); }
+  void reset_comm_stats() { reducer_->reset_comm_stats(); }
 
  private:
   void init(std::shared_ptr<Module> module, DistributedDataParallelOptions options);
