@@ -481,6 +481,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     std::shared_ptr<Work> staged = enqueue(what, host, timeout, std::move(body), first_written);
     auto work = std::make_shared<Work>(staged->what(), tensors);
+    work->start();  // the exchange and the copies back: what the caller waits for
     try {
       staged->wait();
       NoGradGuard no_grad;
