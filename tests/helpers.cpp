@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iostream>
 #include <sstream>
 
 namespace tandem::test {
@@ -156,6 +158,19 @@ std::vector<std::string> TempDir::listing() const {
   for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string captured_cerr(const std::function<void()>& fn) {
+  std::ostringstream captured;
+  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
+  try {
+    fn();
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  return captured.str();
 }
 
 }  // namespace tandem::test

@@ -102,6 +102,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// What fn printed on std::cerr (restored if fn throws).
+std::string captured_cerr(const std::function<void()>& fn);
+
 }  // namespace tandem::test
 
 #define TANDEM_CAT_(a, b) a##b

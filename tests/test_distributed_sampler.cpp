@@ -87,20 +87,6 @@ std::vector<std::vector<size_t>> chunks(const std::vector<size_t>& indices, size
   return out;
 }
 
-// What fn printed on std::cerr.
-std::string captured_cerr(const std::function<void()>& fn) {
-  std::ostringstream captured;
-  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-  try {
-    fn();
-  } catch (...) {
-    std::cerr.rdbuf(old);
-    throw;
-  }
-  std::cerr.rdbuf(old);
-  return captured.str();
-}
-
 // The epoch's padded order, position by position, put back together from
 // the shards of all ranks: position p is shard p % R's element p / R.
 std::vector<size_t> interleave(const std::vector<std::vector<size_t>>& shards) {
@@ -244,32 +230,32 @@ TEST_CASE("the shuffled order depends only on (seed, epoch)", "[data][sampler]")
 TEST_CASE("set_epoch changes the order; forgetting it warns once per sampler", "[data][sampler]") {
   DistributedSampler s(30, replicas(2, 0).seed(1));
   std::vector<size_t> e0, e3, again;
-  CHECK(captured_cerr([&] { e0 = s.indices(); }).empty());
+  CHECK(test::captured_cerr([&] { e0 = s.indices(); }).empty());
   s.set_epoch(3);
-  CHECK(captured_cerr([&] { e3 = s.indices(); }).empty());
+  CHECK(test::captured_cerr([&] { e3 = s.indices(); }).empty());
   CHECK(e3 != e0);
   CHECK(s.epoch() == 3);
   // A second pass over epoch 3 without set_epoch: the same order, and the warning.
-  CHECK(captured_cerr([&] { again = s.indices(); }) == kWarning);
+  CHECK(test::captured_cerr([&] { again = s.indices(); }) == kWarning);
   CHECK(again == e3);
-  CHECK(captured_cerr([&] { s.indices(); }).empty());
+  CHECK(test::captured_cerr([&] { s.indices(); }).empty());
   s.set_epoch(4);
-  CHECK(captured_cerr([&] {
+  CHECK(test::captured_cerr([&] {
           s.indices();
           s.indices();
         }).empty());
   // Setting the same epoch again is a choice, not a forgotten call.
   DistributedSampler t(30, replicas(2, 1).seed(1));
   t.set_epoch(3);
-  CHECK(captured_cerr([&] {
+  CHECK(test::captured_cerr([&] {
           t.indices();
           t.set_epoch(3);
           t.indices();
         }).empty());
-  CHECK(captured_cerr([&] { t.indices(); }) == kWarning);
+  CHECK(test::captured_cerr([&] { t.indices(); }) == kWarning);
   // Without shuffle the order never depends on the epoch: nothing to warn about.
   DistributedSampler fixed(30, replicas(2, 0).shuffle(false));
-  CHECK(captured_cerr([&] {
+  CHECK(test::captured_cerr([&] {
           fixed.indices();
           fixed.indices();
         }).empty());
@@ -278,10 +264,10 @@ TEST_CASE("set_epoch changes the order; forgetting it warns once per sampler", "
   sampler->set_epoch(3);
   DataLoader loader(numbered(30), DataLoaderOptions(4).sampler(sampler));
   std::vector<std::vector<size_t>> first, second;
-  CHECK(captured_cerr([&] { first = batches(loader); }).empty());
-  CHECK(captured_cerr([&] { second = batches(loader); }) == kWarning);
+  CHECK(test::captured_cerr([&] { first = batches(loader); }).empty());
+  CHECK(test::captured_cerr([&] { second = batches(loader); }) == kWarning);
   CHECK(first == second);
-  CHECK(captured_cerr([&] { batches(loader); }).empty());
+  CHECK(test::captured_cerr([&] { batches(loader); }).empty());
 }
 
 TEST_CASE("DistributedSampler's arguments are checked", "[data][sampler]") {

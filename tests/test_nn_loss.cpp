@@ -146,20 +146,6 @@ Tensor ids(const std::vector<double>& values, IntArrayRef shape, Device device) 
   return test::make(values, shape, kInt64, device);
 }
 
-// What fn printed on std::cerr.
-std::string captured_cerr(const std::function<void()>& fn) {
-  std::ostringstream captured;
-  std::streambuf* old = std::cerr.rdbuf(captured.rdbuf());
-  try {
-    fn();
-  } catch (...) {
-    std::cerr.rdbuf(old);
-    throw;
-  }
-  std::cerr.rdbuf(old);
-  return captured.str();
-}
-
 }  // namespace
 
 // First in the file: the warning is printed once per loss per process, and
@@ -170,12 +156,12 @@ TEST_CASE("mse_loss and l1_loss warn once about a target that only broadcasts", 
   for (const char* op : {"mse_loss", "l1_loss"}) {
     INFO(op);
     auto call = [&] { std::string(op) == "mse_loss" ? F::mse_loss(x, y) : F::l1_loss(x, y); };
-    std::string first = captured_cerr(call);
+    std::string first = test::captured_cerr(call);
     CHECK_THAT(first, Contains(std::string("tandem: warning: ") + op +
                                ": Using a target size ([2]) that is different to the input size ([3, 2]). This "
                                "will likely lead to incorrect results due to broadcasting."));
-    CHECK(captured_cerr(call).empty());
-    CHECK(captured_cerr([&] { F::mse_loss(x, x); }).empty());
+    CHECK(test::captured_cerr(call).empty());
+    CHECK(test::captured_cerr([&] { F::mse_loss(x, x); }).empty());
   }
 }
 
